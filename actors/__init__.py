@@ -1,0 +1,1 @@
+"""corral's actors: sessions, harness drivers, and the servers sessions reach."""

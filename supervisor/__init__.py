@@ -1,0 +1,1 @@
+"""corral's Trio runtime: supervision trees, process children, ledger, daemon, client, CLI."""
