@@ -1,0 +1,110 @@
+"""The contract between a session actor and a harness driver.
+
+A driver is two pure pieces and one I/O piece:
+
+* ``launch(request) -> Launch``: the argv, env overrides and files that start the child. Pure.
+* ``translator(request) -> Translator``: a sans-IO object. Frames from the child's stdout go in
+  through ``receive``; session commands go in through ``prompt``/``steer``/…; out come normalized
+  events (``protocol.events``) and ``Send`` frames to write to the child's stdin. No clock reads
+  (time comes in as ``now``), no I/O.
+* ``detect() -> Detection``: finds the binary and its version (runs ``--version``). Async.
+
+The session owns everything else: state, the event log, permission policy, held prompts,
+restarts, and the process child itself (spawned from ``Launch`` with the runtime's process API).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from protocol.base import Data
+from protocol.events import Decision, Event
+from protocol.models import Detection, Features, McpServer, Permissions
+
+
+class HarnessRequest(Data, kw_only=True, frozen=True):
+    """What a session asks of a driver. ``env`` holds secrets: never log or persist its values."""
+
+    session_id: str
+    cwd: str
+    model: str | None = None
+    permissions: Permissions = Permissions()
+    env: dict[str, str] = {}
+    mcp_servers: list[McpServer] = []
+    options: dict[str, Any] = {}
+    resume: str | None = None
+    instructions: str | None = None
+    work_dir: str
+    """A private directory (mode 0700) where the driver's launch may place files."""
+
+
+class Launch(Data, kw_only=True, frozen=True):
+    """How to start the harness child; ``files`` are written (mode 0600) before the spawn."""
+
+    argv: list[str]
+    env: dict[str, str] = {}
+    cwd: str
+    files: dict[str, str] = {}
+    framing: Literal["ndjson", "content_length"] = "ndjson"
+
+
+class Send(Data, kw_only=True, frozen=True):
+    """A frame for the child's stdin, already encoded (framing included)."""
+
+    data: bytes
+
+
+Output = Event | Send
+"""What a translator hands back to the session."""
+
+
+class Translator(Protocol):
+    """A sans-IO vendor protocol core for one child process (a new one per restart)."""
+
+    @property
+    def ready(self) -> bool:
+        """True once the child can take a prompt (handshake done, if the vendor has one)."""
+
+    @property
+    def vendor_session_id(self) -> str | None:
+        """The vendor's own session/thread id once known (kept in meta for resume)."""
+
+    def start(self, now: float) -> list[Output]:
+        """Frames to send right after the spawn (a handshake), possibly none."""
+
+    def receive(self, frame: bytes, now: float) -> list[Output]:
+        """Translate one stdout frame; raises ``protocol.errors.ProtocolError`` on garbage."""
+
+    def prompt(self, text: str, now: float) -> list[Output]:
+        """Start a turn with ``text``; only called when ``ready`` and no turn runs."""
+
+    def steer(self, text: str, now: float) -> list[Output] | None:
+        """Deliver ``text`` into the running turn, or ``None`` when the vendor cannot (the session holds it)."""
+
+    def interrupt(self, now: float) -> list[Output]:
+        """Stop the running turn."""
+
+    def set_model(self, model: str, now: float) -> list[Output]:
+        """Use ``model`` from now on; raises ``protocol.errors.Unsupported`` if the vendor cannot."""
+
+    def decide(self, permission_id: str, decision: Decision, now: float) -> list[Output]:
+        """Answer the permission request ``permission_id``."""
+
+    def goodbye(self, now: float) -> list[Output]:
+        """Frames to send before stdin is closed in the graceful close."""
+
+
+class Driver(Protocol):
+    """A harness kind: its name, static features, launch builder, translator and detection."""
+
+    name: str
+    features: Features
+
+    def launch(self, request: HarnessRequest) -> Launch:
+        """Build the child's argv, env and files from the request. Pure."""
+
+    def translator(self, request: HarnessRequest) -> Translator:
+        """A fresh translator for one child process."""
+
+    async def detect(self) -> Detection:
+        """Find the binary, its version and login state; never reads or returns a token."""

@@ -1,0 +1,182 @@
+"""Normalized session events: the one event model every harness is translated into.
+
+Events have defaults for everything a harness may leave out, so a fake child may write
+``{"type":"result","stop_reason":"end_turn","is_error":false}``; the session completes them.
+Every field is encoded, defaults included, because clients rely on the required fields being
+present.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from .base import Data, Message
+
+ToolKind = Literal["read", "edit", "exec", "mcp", "search", "other"]
+ToolPhase = Literal["started", "updated", "completed"]
+Delivery = Literal["prompted", "steered", "held"]
+Decision = Literal["allow", "deny", "allow_always"]
+DecidedAs = Literal["allow", "deny", "allow_always", "timeout", "cancelled"]
+ErrorClass = Literal["auth", "limit", "entitlement", "overloaded", "protocol", "launch", "unknown"]
+SessionState = Literal[
+    "starting", "idle", "running", "waiting", "restarting", "closing", "closed", "failed"
+]
+ExitReason = Literal["exited", "crashed", "killed", "closed", "daemon_restarted"]
+
+
+class Usage(Data, kw_only=True, frozen=True):
+    """Token counts of a turn; a count the harness did not report is 0."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class Init(Message, tag="init", kw_only=True, frozen=True):
+    """The harness is up and reported its session id, model, working directory and tools."""
+
+    vendor_session_id: str | None = None
+    model: str | None = None
+    cwd: str | None = None
+    tools: list[str] = []
+
+
+class Assistant(Message, tag="assistant", kw_only=True, frozen=True):
+    """Assistant text; ``delta`` marks a streamed fragment rather than a whole message."""
+
+    text: str
+    delta: bool = False
+
+
+class Thought(Message, tag="thought", kw_only=True, frozen=True):
+    """Reasoning text, streamed like ``assistant``."""
+
+    text: str
+    delta: bool = False
+
+
+class User(Message, tag="user", kw_only=True, frozen=True):
+    """A prompt as it reached the harness, and how it was delivered."""
+
+    text: str
+    delivery: Delivery = "prompted"
+
+
+class Tool(Message, tag="tool", kw_only=True, frozen=True):
+    """One phase of a tool call; the same ``call_id`` ties its phases together."""
+
+    call_id: str
+    name: str
+    kind: ToolKind = "other"
+    phase: ToolPhase = "started"
+    input: Any = None
+    output: Any = None
+    is_error: bool = False
+
+
+class Permission(Message, tag="permission", kw_only=True, frozen=True):
+    """The harness asks whether a tool may run; answered by policy or by the first client."""
+
+    permission_id: str
+    tool: str
+    kind: ToolKind = "other"
+    input: Any = None
+    options: list[str] = msgspec.field(default_factory=lambda: ["allow", "deny"])
+
+
+class PermissionDecided(Message, tag="permission_decided", kw_only=True, frozen=True):
+    """The one decision of a permission request; ``by`` is a connection id, ``policy`` or ``session``."""
+
+    permission_id: str
+    decision: DecidedAs
+    by: str
+
+
+class Result(Message, tag="result", kw_only=True, frozen=True):
+    """The end of a turn with its stop reason, usage, cost and duration."""
+
+    stop_reason: str | None = None
+    is_error: bool = False
+    usage: Usage = Usage()
+    cost_usd: float | None = None
+    duration_ms: int | None = None
+
+
+class Error(Message, tag="error", kw_only=True, frozen=True):
+    """A failure the session or harness reported, classified with a stable code."""
+
+    code: str
+    message: str
+    error_class: ErrorClass = msgspec.field(default="unknown", name="class")
+
+
+class UsageReport(Message, tag="usage", kw_only=True, frozen=True):
+    """A running usage figure reported mid-turn."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class LimitWindow(Data, kw_only=True, frozen=True):
+    """One rate-limit window as the vendor reports it."""
+
+    name: str
+    used_percent: float | None = None
+    resets_at: str | None = None
+
+
+class Limits(Message, tag="limits", kw_only=True, frozen=True):
+    """Rate-limit windows reported by the harness."""
+
+    windows: list[LimitWindow] = []
+
+
+class Status(Message, tag="status", kw_only=True, frozen=True):
+    """The session's activity state, and whether it looks stalled."""
+
+    state: SessionState
+    stalled: bool = False
+
+
+class Restarted(Message, tag="restarted", kw_only=True, frozen=True):
+    """The harness child was restarted by its supervisor."""
+
+    attempt: int
+    reason: str
+
+
+class Exit(Message, tag="exit", kw_only=True, frozen=True):
+    """The harness child ended; ``reason`` says who ended it."""
+
+    exit_code: int | None = None
+    signal: str | None = None
+    reason: ExitReason = "exited"
+
+
+Event = (
+    Init
+    | Assistant
+    | Thought
+    | User
+    | Tool
+    | Permission
+    | PermissionDecided
+    | Result
+    | Error
+    | UsageReport
+    | Limits
+    | Status
+    | Restarted
+    | Exit
+)
+"""Every normalized event kind, discriminated by ``type``."""
+
+EVENT_TYPES: tuple[type[Message], ...] = (
+    Init, Assistant, Thought, User, Tool, Permission, PermissionDecided,
+    Result, Error, UsageReport, Limits, Status, Restarted, Exit,
+)

@@ -1,0 +1,257 @@
+"""The client protocol's frames: handshake, requests with their params, responses, pushes.
+
+A request is ``{"type": METHOD, "id": INT, …params}``; each gets one ``ok`` or ``error`` with
+its id. Tags are the method names of PROTOCOL.md and never change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from .base import PROTOCOL_VERSION, Data, Message
+from .events import Decision, Delivery, Event
+from .models import (
+    ChildInfo,
+    ClientInfo,
+    DaemonInfo,
+    Detection,
+    McpServer,
+    Permissions,
+    SessionInfo,
+)
+
+# --- handshake -------------------------------------------------------------------------------
+
+
+class Hello(Message, tag="hello", kw_only=True, frozen=True):
+    """The first client frame: the token and the protocol version the client speaks."""
+
+    protocol: int
+    token: str
+    client: ClientInfo = ClientInfo()
+
+
+class Welcome(Message, tag="welcome", kw_only=True, frozen=True):
+    """The daemon accepted the handshake."""
+
+    protocol: int = PROTOCOL_VERSION
+    connection_id: str
+    daemon: DaemonInfo
+
+
+# --- requests --------------------------------------------------------------------------------
+
+
+class Request(Message, kw_only=True, frozen=True):
+    """Base of every request: carries the client's id, echoed in the response."""
+
+    id: int
+
+
+class DaemonStatus(Request, tag="daemon.status", kw_only=True, frozen=True):
+    """Ask for the daemon's version, uptime, counts and live children."""
+
+
+class DaemonShutdown(Request, tag="daemon.shutdown", kw_only=True, frozen=True):
+    """Stop the daemon gracefully after answering."""
+
+
+class HarnessList(Request, tag="harness.list", kw_only=True, frozen=True):
+    """List every harness with its detection."""
+
+
+class SessionCreate(Request, tag="session.create", kw_only=True, frozen=True):
+    """Start a session on a harness in a working directory."""
+
+    harness: str
+    cwd: str
+    name: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+    permissions: Permissions | None = None
+    env: dict[str, str] | None = None
+    mcp_servers: list[McpServer] | None = None
+    options: dict[str, Any] | None = None
+
+
+class SessionList(Request, tag="session.list", kw_only=True, frozen=True):
+    """List every session the daemon knows, closed ones included."""
+
+
+class SessionGet(Request, tag="session.get", kw_only=True, frozen=True):
+    """Describe one session."""
+
+    session_id: str
+
+
+class SessionSubscribe(Request, tag="session.subscribe", kw_only=True, frozen=True):
+    """Replay a session's events from ``from_seq`` (0 = everything), then follow it live."""
+
+    session_id: str
+    from_seq: int = 0
+
+
+class SessionUnsubscribe(Request, tag="session.unsubscribe", kw_only=True, frozen=True):
+    """Stop following a session on this connection."""
+
+    session_id: str
+
+
+class SessionPrompt(Request, tag="session.prompt", kw_only=True, frozen=True):
+    """Send a prompt; it is prompted, steered or held depending on the session's state."""
+
+    session_id: str
+    text: str
+
+
+class SessionInterrupt(Request, tag="session.interrupt", kw_only=True, frozen=True):
+    """Interrupt the running turn."""
+
+    session_id: str
+
+
+class SessionPermission(Request, tag="session.permission", kw_only=True, frozen=True):
+    """Answer an open permission request."""
+
+    session_id: str
+    permission_id: str
+    decision: Decision
+
+
+class SessionSetModel(Request, tag="session.set_model", kw_only=True, frozen=True):
+    """Switch the session's model for the following turns."""
+
+    session_id: str
+    model: str
+
+
+class SessionClose(Request, tag="session.close", kw_only=True, frozen=True):
+    """Close the session; answered once the harness close sequence has ended."""
+
+    session_id: str
+
+
+ClientRequest = (
+    DaemonStatus
+    | DaemonShutdown
+    | HarnessList
+    | SessionCreate
+    | SessionList
+    | SessionGet
+    | SessionSubscribe
+    | SessionUnsubscribe
+    | SessionPrompt
+    | SessionInterrupt
+    | SessionPermission
+    | SessionSetModel
+    | SessionClose
+)
+"""Every request a client may send after the handshake."""
+
+REQUEST_TYPES: dict[str, type[Request]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in (
+        DaemonStatus, DaemonShutdown, HarnessList, SessionCreate, SessionList, SessionGet,
+        SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
+        SessionPermission, SessionSetModel, SessionClose,
+    )
+}
+
+# --- results ---------------------------------------------------------------------------------
+
+
+class Empty(Data, kw_only=True, frozen=True):
+    """The ``{}`` result of requests that return nothing."""
+
+
+class DaemonStatusResult(Data, kw_only=True, frozen=True):
+    version: str
+    pid: int
+    uptime_s: float
+    sessions: int
+    clients: int
+    children: list[ChildInfo]
+
+
+class HarnessListResult(Data, kw_only=True, frozen=True):
+    harnesses: list[Detection]
+
+
+class SessionResult(Data, kw_only=True, frozen=True):
+    session: SessionInfo
+
+
+class SessionListResult(Data, kw_only=True, frozen=True):
+    sessions: list[SessionInfo]
+
+
+class SubscribeResult(Data, kw_only=True, frozen=True):
+    last_seq: int
+
+
+class PromptResult(Data, kw_only=True, frozen=True):
+    delivery: Delivery
+
+
+RESULT_TYPES: dict[str, type[Data]] = {
+    "daemon.status": DaemonStatusResult,
+    "daemon.shutdown": Empty,
+    "harness.list": HarnessListResult,
+    "session.create": SessionResult,
+    "session.list": SessionListResult,
+    "session.get": SessionResult,
+    "session.subscribe": SubscribeResult,
+    "session.unsubscribe": Empty,
+    "session.prompt": PromptResult,
+    "session.interrupt": Empty,
+    "session.permission": Empty,
+    "session.set_model": Empty,
+    "session.close": Empty,
+}
+"""The result shape of each method, for clients that decode ``ok.result``."""
+
+# --- responses and pushes --------------------------------------------------------------------
+
+
+class Ok(Message, tag="ok", kw_only=True, frozen=True):
+    """The successful response to request ``id``."""
+
+    id: int
+    result: Any = msgspec.field(default_factory=dict)
+
+
+class ErrorFrame(Message, tag="error", kw_only=True, frozen=True):
+    """The failed response to request ``id`` (null when the request was unreadable or pre-handshake)."""
+
+    id: int | None
+    code: str
+    message: str
+    data: dict[str, Any] | None = None
+
+
+class EventFrame(Message, tag="event", kw_only=True, frozen=True):
+    """A session event, numbered by a gapless per-session ``seq``."""
+
+    session_id: str
+    seq: int
+    ts: str
+    event: Event
+
+
+class Lagged(Message, tag="lagged", kw_only=True, frozen=True):
+    """The connection fell behind; it was unsubscribed after the event numbered ``last_seq``."""
+
+    session_id: str
+    last_seq: int
+
+
+ServerFrame = Welcome | Ok | ErrorFrame | EventFrame | Lagged
+"""Every frame the daemon sends."""
+
+ClientFrame = Hello | ClientRequest
+"""Every frame a client sends."""
+
+AnyFrame = Hello | ClientRequest | Welcome | Ok | ErrorFrame | EventFrame | Lagged
+"""The whole client protocol in one union (the JSON Schema's root)."""

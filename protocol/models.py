@@ -1,0 +1,93 @@
+"""Data carried inside requests and results: session info, harness detection, policies."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from .base import Data
+from .events import SessionState
+
+PermissionMode = Literal["ask", "auto_edit", "auto", "inherit"]
+
+
+class Permissions(Data, kw_only=True, frozen=True):
+    """A session's permission policy: a mode plus tool-name glob patterns that are always allowed."""
+
+    mode: PermissionMode = "ask"
+    allow_tools: list[str] = []
+
+
+class McpServer(Data, kw_only=True, frozen=True):
+    """An MCP server a session's harness should reach: a command (stdio) or a URL (http)."""
+
+    name: str
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    url: str | None = None
+    headers: dict[str, str] = {}
+
+
+class SessionInfo(Data, kw_only=True, frozen=True):
+    """What a client sees of a session (``session.get``, ``session.list``, ``session.create``)."""
+
+    id: str
+    name: str | None
+    harness: str
+    cwd: str
+    model: str | None
+    state: SessionState
+    created_at: str
+    last_seq: int
+    restarts: int
+    pid: int | None
+    vendor_session_id: str | None = None
+
+
+class Features(Data, kw_only=True, frozen=True):
+    """What a harness can do, statically: clients use it to decide what to offer."""
+
+    steer: bool = False
+    resume: bool = False
+    permissions: bool = False
+    interrupt: bool = False
+    set_model: bool = False
+    models: list[str] = []
+    mcp: str | None = None
+
+
+class Detection(Data, kw_only=True, frozen=True):
+    """Whether a harness can run here, and what it is: ``harness.list`` returns one per harness."""
+
+    harness: str
+    available: bool
+    version: str | None = None
+    path: str | None = None
+    features: Features = msgspec.field(default_factory=Features)
+    min_version: str | None = None
+    login: Literal["logged_in", "logged_out", "unknown"] = "unknown"
+    reason: str | None = None
+
+
+class ChildInfo(Data, kw_only=True, frozen=True):
+    """One live child process of the daemon, as ``daemon.status`` lists it."""
+
+    key: str
+    kind: str
+    pid: int
+
+
+class DaemonInfo(Data, kw_only=True, frozen=True):
+    """The daemon's identity as the handshake reports it."""
+
+    version: str
+    pid: int
+
+
+class ClientInfo(Data, kw_only=True, frozen=True):
+    """The client's self-description in ``hello`` (informational)."""
+
+    name: str = "unknown"
+    version: str = ""
