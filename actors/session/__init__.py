@@ -1,0 +1,1 @@
+"""The session actor and what it owns: event log, policy, tracker, prompt queue."""
