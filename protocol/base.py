@@ -20,5 +20,12 @@ class Data(msgspec.Struct, kw_only=True, frozen=True):
 
 def format_ts(epoch_seconds: float) -> str:
     """Render a wall-clock time as the wire's UTC ISO-8601 form with milliseconds and a ``Z``."""
-    moment = _dt.datetime.fromtimestamp(epoch_seconds, tz=_dt.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    whole, millis = divmod(round(epoch_seconds * 1_000_000) // 1000, 1000)
+    if whole != _last_second[0]:
+        moment = _dt.datetime.fromtimestamp(whole, tz=_dt.timezone.utc)
+        _last_second[:] = [whole, moment.strftime("%Y-%m-%dT%H:%M:%S.")]
+    return f"{_last_second[1]}{millis:03d}Z"
+
+
+# The formatted seconds of the last call: events come in bursts within one second.
+_last_second: list[object] = [None, ""]

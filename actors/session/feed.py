@@ -1,0 +1,48 @@
+"""The read side of a session's event log, shared by every subscription pump.
+
+A subscription is a cursor over the log, so replay and live delivery are one loop: read what
+is there from the cursor on, then wait until the log grows past it. No event can be skipped
+or sent twice at the switch-over from replay to live, because there is no switch-over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+import trio
+
+
+class LogReader(Protocol):
+    """What a feed needs of an event log."""
+
+    @property
+    def last_seq(self) -> int: ...
+
+    def read_from(self, from_seq: int) -> Iterator[bytes]: ...
+
+
+class Feed:
+    """Notifies subscription pumps when the log grows; readable after the session has ended."""
+
+    def __init__(self, log: LogReader) -> None:
+        self._log = log
+        self._grew = trio.Event()
+
+    @property
+    def last_seq(self) -> int:
+        return self._log.last_seq
+
+    def read_from(self, from_seq: int) -> Iterator[bytes]:
+        """Encoded event frames with ``seq >= from_seq``, as they were first sent."""
+        return self._log.read_from(from_seq)
+
+    def appended(self) -> None:
+        """Wake every pump waiting for a new event (called by the session after each append)."""
+        self._grew.set()
+        self._grew = trio.Event()
+
+    async def wait_past(self, seq: int) -> None:
+        """Return once the log holds an event after ``seq``. Cancellable."""
+        while self._log.last_seq <= seq:
+            await self._grew.wait()

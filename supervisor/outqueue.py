@@ -1,0 +1,103 @@
+"""A connection's bounded outgoing queue: events are dropped into ``lagged``, answers never.
+
+Event frames count against ``capacity``; a subscription whose event does not fit is lagged:
+its queued events are removed and one ``lagged`` marker takes their place, whose ``last_seq``
+is read when it is written (the seq of the last event of that session actually sent). Control
+frames (responses, errors, ``lagged``) bypass the capacity up to ``hard_limit``, past which the
+client is not reading at all and the connection is dropped (``QueueOverflow``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import trio
+
+
+class QueueOverflow(Exception):
+    """The client stopped reading even its responses; the connection must go."""
+
+
+@dataclass(slots=True)
+class Item:
+    """One queued frame: an encoded frame, or a lagged marker (``frame is None``)."""
+
+    frame: bytes | None
+    session_id: str | None = None
+    seq: int = 0
+
+
+class OutQueue:
+    """FIFO of outgoing frames with per-session lag accounting."""
+
+    def __init__(self, capacity: int, hard_limit: int | None = None) -> None:
+        self.capacity = capacity
+        self.hard_limit = hard_limit if hard_limit is not None else 4 * capacity + 64
+        self._items: deque[Item] = deque()
+        self._events = 0
+        self._changed = trio.Event()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def events_queued(self) -> int:
+        return self._events
+
+    def has_room(self) -> bool:
+        """True when one more event frame fits."""
+        return self._events < self.capacity
+
+    def put_event(self, session_id: str, seq: int, frame: bytes) -> bool:
+        """Queue an event frame; ``False`` (nothing queued) when it does not fit."""
+        if not self.has_room():
+            return False
+        self._items.append(Item(frame, session_id, seq))
+        self._events += 1
+        self._notify()
+        return True
+
+    def put_control(self, frame: bytes) -> None:
+        """Queue a response or error frame; raises ``QueueOverflow`` past the hard limit."""
+        if len(self._items) >= self.hard_limit:
+            raise QueueOverflow(f"{len(self._items)} frames queued for a client that does not read")
+        self._items.append(Item(frame))
+        self._notify()
+
+    def put_lagged(self, session_id: str) -> None:
+        """Drop the session's queued events and queue its ``lagged`` marker."""
+        self.drop_session(session_id)
+        self._items.append(Item(None, session_id))
+        self._notify()
+
+    def drop_session(self, session_id: str) -> None:
+        """Remove every queued event of one session (unsubscribe, lag)."""
+        kept = deque(i for i in self._items if i.frame is None or i.session_id != session_id)
+        self._events -= sum(1 for i in self._items if i.frame is not None and i.session_id == session_id)
+        self._items = kept
+        self._notify()
+
+    async def get(self) -> Item:
+        """The next frame to write; waits while the queue is empty. Cancellable."""
+        while not self._items:
+            await self._changed.wait()
+        item = self._items.popleft()
+        if item.frame is not None and item.session_id is not None:
+            self._events -= 1
+        self._notify()
+        return item
+
+    async def drained(self) -> None:
+        """Return once nothing is queued (the writer took the last frame). Cancellable."""
+        while self._items:
+            await self._changed.wait()
+
+    async def wait_room(self) -> None:
+        """Return once an event frame fits. Cancellable."""
+        while not self.has_room():
+            await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
