@@ -84,7 +84,7 @@ class SessionsConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     backoff_initial: _Seconds = 0.5
     backoff_factor: _Factor = 2.0
     backoff_max: _Seconds = 30.0
-    backoff_jitter: _Fraction = 0.2  # each delay is scaled by a random factor in [1-j, 1+j]
+    backoff_jitter: _Fraction = 0.2  # each later delay is scaled by a random factor in [1, 1+j]
     close_timeout: _Seconds = 10.0  # bound on a harness's close sequence
     permission_timeout: _PositiveSeconds = 600.0  # an open permission is then denied ("timeout")
     stall_threshold: _PositiveSeconds = 300.0

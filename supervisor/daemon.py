@@ -20,9 +20,10 @@ from typing import Any
 import msgspec
 import trio
 
+from actors.session.actor import Session
 from actors.session.registry import Sessions
 from protocol.base import format_ts
-from protocol.errors import BadRequest, UnknownMethod
+from protocol.errors import UnknownMethod
 from protocol.messages import (
     ClientRequest,
     DaemonShutdown,
@@ -31,8 +32,13 @@ from protocol.messages import (
     Empty,
     HarnessList,
     HarnessListResult,
+    SessionClose,
     SessionCreate,
     SessionGet,
+    SessionInterrupt,
+    SessionPermission,
+    SessionPrompt,
+    SessionSetModel,
     SessionList,
     SessionListResult,
     SessionResult,
@@ -43,6 +49,7 @@ from . import __version__
 from .config import Config, LoadedConfig
 from .connection import Connection, FeedLike
 from .harnesses import drivers
+from .killing import signal_group
 from .ledger import Ledger, reconcile
 from .prctl import set_child_subreaper
 from .reaper import run_orphan_reaper
@@ -90,17 +97,14 @@ class Daemon:
                 return SessionListResult(sessions=self.sessions.infos())
             case SessionGet(session_id=sid):
                 return SessionResult(session=self.sessions.get(sid).info())
-            case _ if hasattr(request, "session_id"):
-                found = self.sessions.get(request.session_id)
-                if not hasattr(found, "call"):
-                    from protocol.messages import SessionClose
-                    if isinstance(request, SessionClose):
-                        return Empty()
-                    from protocol.errors import SessionClosed
-                    raise SessionClosed(f"session {found.id} is {found.meta.state}")
-                result: msgspec.Struct = await found.call(request, connection_id)
+            case SessionClose(session_id=sid) if not isinstance(self.sessions.get(sid), Session):
+                return Empty()  # closing an ended session is a no-op
+            case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
+                  | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
+                  | SessionClose(session_id=sid)):
+                result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
                 return result
-        raise UnknownMethod(f"{type(request).__name__} is not served")
+        raise UnknownMethod(f"{type(request).__name__} is not served here")
 
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
@@ -179,7 +183,8 @@ class Daemon:
                     self.stopping.set()
                 else:
                     log.warning("second signal: killing every child now")
-                    self.ledger.kill_all()
+                    for row in self.ledger.rows():
+                        signal_group(row.pgid, signal.SIGKILL)
                     scope.cancel()
 
 

@@ -120,8 +120,10 @@ class Sessions:
         )
         driver.translator(harness_request)  # validates the options before anything is written
         write_meta(directory, meta)
-        event_log, _ = EventLog.open(directory, session_id, durability=self.config.sessions.durability,
-                                     memory_tail=self.config.sessions.memory_tail)
+        sessions = self.config.sessions
+        event_log, _ = EventLog.open(directory, session_id, durability=sessions.durability,
+                                     memory_tail=sessions.memory_tail,
+                                     fsync_interval=sessions.fsync_interval)
         deps = SessionDeps(driver=driver, sessions=self.config.sessions,
                            children=self.config.children, ledger=self.ledger, directory=directory)
         session = Session(meta, harness_request, deps, event_log)
@@ -138,6 +140,7 @@ class Sessions:
             await session.run(task_status=task_status)
         finally:
             self.live.pop(session.id, None)
+            session.log.close()  # still readable; an ended session holds no descriptor
             self.ended[session.id] = ClosedSession(session.meta, session.log)
 
     def get(self, session_id: str) -> Session | ClosedSession:
