@@ -1,0 +1,1 @@
+"""Vendor harness drivers: one package per vendor CLI (launch builder, translator, detection)."""

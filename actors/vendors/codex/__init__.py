@@ -1,0 +1,19 @@
+"""The Codex harness: ``codex app-server`` driven over JSON-RPC (NDJSON on stdio).
+
+``launch`` builds the argv/env, ``translate`` is the sans-IO protocol core over ``jsonrpc``
+envelopes and ``messages`` Structs; ``params`` (policy mapping), ``approvals``, ``items`` and
+``accounting`` map requests, thread items and usage onto the event model; ``errors`` classifies
+failures into stable codes; ``detect`` finds the binary; ``driver`` ties them together.
+"""
+
+from .detect import CodexDetector as CodexDetector
+from .detect import FEATURES as FEATURES
+from .detect import MIN_VERSION as MIN_VERSION
+from .driver import CodexDriver as CodexDriver
+from .errors import Classification as Classification
+from .errors import classify as classify
+from .launch import build_launch as build_launch
+from .launch import mcp_args as mcp_args
+from .launch import mcp_env as mcp_env
+from .params import thread_policy as thread_policy
+from .translate import CodexTranslator as CodexTranslator

@@ -1,0 +1,136 @@
+"""Codex approval requests (server→client JSON-RPC requests) as ``permission`` events, and answers.
+
+=========================================  ===========  ======  ===============================
+method                                     tool         kind    allow / allow_always / deny
+=========================================  ===========  ======  ===============================
+``item/commandExecution/requestApproval``  shell        exec    accept / acceptForSession / decline
+``item/fileChange/requestApproval``        apply_patch  edit    accept / acceptForSession / decline
+``item/permissions/requestApproval``       permissions  other   grant for turn / for session / none
+``mcpServer/elicitation/request`` (tool)   mcp__S__T    mcp     accept / accept + persist / decline
+``execCommandApproval`` (v1)               shell        exec    approved / approved_for_session / denied
+``applyPatchApproval`` (v1)                apply_patch  edit    approved / approved_for_session / denied
+=========================================  ===========  ======  ===============================
+
+Codex 0.171.0 asks before an MCP tool call with an elicitation whose ``_meta.codex_approval_kind``
+is ``mcp_tool_call`` (``tool_name``, ``tool_params``, ``persist``); ``allow_always`` answers it
+with ``_meta: {"persist": "session"}`` when Codex offers that. Any other elicitation is a form for
+a person, which corral has no surface for: it is declined at once (``DECLINE_ELICITATION``).
+
+``decline`` denies the action and lets the turn go on (``cancel`` would also end the turn; it is
+what ``goodbye`` answers with). ``permission_id`` is the request's JSON-RPC id as a string. A
+file-change request carries no paths, so its input takes them from the ``fileChange`` item that
+``item/started`` announced under the same ``itemId``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from protocol.events import Decision, Permission, ToolKind
+
+from . import jsonrpc, messages as m
+
+OPTIONS = ["allow", "deny", "allow_always"]
+"""The decisions every Codex approval accepts."""
+
+
+class Approval(msgspec.Struct, kw_only=True, frozen=True):
+    """An open approval request: what to answer, and how."""
+
+    request_id: jsonrpc.RequestId
+    method: str
+    requested: dict[str, Any] = {}
+
+
+def permission_for(method: str, request_id: jsonrpc.RequestId, params: msgspec.Raw,
+                   items: Mapping[str, m.Item]) -> tuple[Approval, Permission] | None:
+    """The approval and its ``permission`` event, or ``None`` for a request we do not serve."""
+    tool: str
+    kind: ToolKind
+    requested: dict[str, Any] = {}
+    data: dict[str, Any]
+    match method:
+        case "item/commandExecution/requestApproval":
+            command = jsonrpc.decode_as(params, m.CommandApproval, method)
+            tool, kind = "shell", "exec"
+            data = {"command": command.command, "cwd": command.cwd, "reason": command.reason}
+        case "item/fileChange/requestApproval":
+            change = jsonrpc.decode_as(params, m.FileChangeApproval, method)
+            item = items.get(change.item_id or "")
+            tool, kind = "apply_patch", "edit"
+            data = {"changes": item.changes if item is not None else None,
+                    "reason": change.reason, "grant_root": change.grant_root}
+        case "item/permissions/requestApproval":
+            ask = jsonrpc.decode_as(params, m.PermissionsApproval, method)
+            tool, kind, requested = "permissions", "other", ask.permissions
+            data = {"permissions": ask.permissions, "cwd": ask.cwd, "reason": ask.reason}
+        case "mcpServer/elicitation/request":
+            ask_mcp = jsonrpc.decode_as(params, m.McpElicitation, method)
+            meta = ask_mcp.meta or {}
+            if meta.get("codex_approval_kind") != "mcp_tool_call":
+                return None
+            tool, kind = f"mcp__{ask_mcp.server_name}__{meta.get('tool_name', 'unknown')}", "mcp"
+            persist = meta.get("persist")
+            requested = {"persist": "session" in persist if isinstance(persist, list) else False}
+            data = {"arguments": meta.get("tool_params"), "message": ask_mcp.message}
+        case "execCommandApproval":
+            legacy = jsonrpc.decode_as(params, m.LegacyExecApproval, method)
+            tool, kind = "shell", "exec"
+            data = {"command": " ".join(legacy.command), "cwd": legacy.cwd, "reason": legacy.reason}
+        case "applyPatchApproval":
+            patch = jsonrpc.decode_as(params, m.LegacyPatchApproval, method)
+            tool, kind = "apply_patch", "edit"
+            data = {"changes": patch.file_changes, "reason": patch.reason,
+                    "grant_root": patch.grant_root}
+        case _:
+            return None
+    event = Permission(permission_id=str(request_id), tool=tool, kind=kind,
+                       input={key: value for key, value in data.items() if value is not None},
+                       options=list(OPTIONS))
+    return Approval(request_id=request_id, method=method, requested=requested), event
+
+
+def decision_result(approval: Approval, decision: Decision) -> dict[str, Any]:
+    """The ``result`` answering ``approval`` with ``decision``."""
+    if approval.method == "item/permissions/requestApproval":
+        granted = {} if decision == "deny" else approval.requested
+        return {"permissions": _granted(granted),
+                "scope": "session" if decision == "allow_always" else "turn"}
+    if approval.method == _ELICITATION:
+        if decision == "deny":
+            return dict(DECLINE_ELICITATION)
+        persist = {"persist": "session"} if (
+            decision == "allow_always" and approval.requested.get("persist")) else None
+        return {"action": "accept", "content": {}, "_meta": persist}
+    if approval.method in _LEGACY:
+        legacy: dict[Decision, Any] = {
+            "allow": "approved", "allow_always": "approved_for_session",
+            "deny": {"denied": {"rejection": "The user declined this action."}}}
+        return {"decision": legacy[decision]}
+    current: dict[Decision, str] = {
+        "allow": "accept", "allow_always": "acceptForSession", "deny": "decline"}
+    return {"decision": current[decision]}
+
+
+def cancel_result(approval: Approval) -> dict[str, Any]:
+    """The ``result`` that withdraws ``approval`` and stops its turn (used when closing)."""
+    if approval.method == "item/permissions/requestApproval":
+        return {"permissions": {}, "scope": "turn"}
+    if approval.method == _ELICITATION:
+        return {"action": "cancel", "content": None, "_meta": None}
+    return {"decision": "abort" if approval.method in _LEGACY else "cancel"}
+
+
+DECLINE_ELICITATION: dict[str, Any] = {"action": "decline", "content": None, "_meta": None}
+"""The answer to an MCP elicitation that is not a tool-call approval."""
+
+_ELICITATION = "mcpServer/elicitation/request"
+_LEGACY = frozenset({"execCommandApproval", "applyPatchApproval"})
+
+
+def _granted(requested: dict[str, Any]) -> dict[str, Any]:
+    # The request lists absent profiles as null; a grant omits them instead.
+    return {key: value for key, value in requested.items() if value is not None}

@@ -1,0 +1,52 @@
+"""``CodexDriver``: the Codex harness as the session sees it (``actors.harness.Driver``).
+
+It ties the pure pieces together: ``launch`` (``launch.build_launch``), a fresh
+``CodexTranslator`` per child, and ``detect`` (cached; its resolved native binary becomes the
+default executable of later launches unless ``options.binary`` names one).
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from actors.harness import HarnessRequest, Launch
+from protocol.models import Detection, Features
+
+from .detect import FEATURES, HARNESS, CodexDetector
+from .launch import DEFAULT_BINARY, build_launch
+from .translate import CodexTranslator
+
+
+class CodexDriver:
+    """Drives ``codex app-server`` over JSON-RPC on stdio."""
+
+    name: str = HARNESS
+    features: Features = FEATURES
+
+    def __init__(self, *, binary: str | None = None, detector: CodexDetector | None = None,
+                 client_name: str = "corral") -> None:
+        self._binary = binary
+        self._detector = detector if detector is not None else CodexDetector(binary=binary)
+        self._client_name = client_name
+        self._client_version = _version()
+
+    def launch(self, request: HarnessRequest) -> Launch:
+        """The argv/env/cwd for ``request``; pure apart from reading the last detection."""
+        binary = self._binary or self._detector.binary or DEFAULT_BINARY
+        return build_launch(request, default_binary=binary)
+
+    def translator(self, request: HarnessRequest) -> CodexTranslator:
+        """A fresh translator for one child process."""
+        return CodexTranslator(request, client_name=self._client_name,
+                               client_version=self._client_version)
+
+    async def detect(self) -> Detection:
+        """Binary, version, floor and login state (cached; runs ``--version`` when stale)."""
+        return await self._detector.detect()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("corral")
+    except metadata.PackageNotFoundError:
+        return "0"
