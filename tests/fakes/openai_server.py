@@ -8,11 +8,13 @@ Each request takes the next scripted reply from a queue (a default reply once it
 recorded (method, path, headers, parsed JSON body) so a test can assert that the next request
 carries earlier history, such as the ``function_call_output`` of a tool call.
 
-Replies: ``Text`` (with optional reasoning summary), ``Exec`` (Codex's ``exec_command`` tool:
-run a shell command), ``FunctionCall``/``CustomCall`` (any tool, e.g. Codex's freeform
-``apply_patch``), ``RawItem`` (any output item as given), ``Stall`` (streams a little, then holds the response open until the client
-goes away or ``release_stalls()`` is called: an interrupt target), ``Failed`` (a
-``response.failed`` event mid-stream) and ``HttpError`` (a status with OpenAI's JSON error body).
+Replies (``openai_replies``): ``Text`` (with optional reasoning summary), ``Exec`` (Codex's
+``exec_command`` tool: run a shell command), ``FunctionCall`` (any JSON tool, optionally in a
+namespace, as Codex exposes MCP tools), ``CustomCall`` (a freeform tool such as ``apply_patch``),
+``RawItem`` (any output item as given, e.g. a ``tool_search_call``), ``Stall`` (streams a little,
+then holds the response open until the client goes away or ``release_stalls()`` is called: an
+interrupt target), ``Failed`` (``response.failed`` mid-stream) and ``HttpError`` (a status with
+OpenAI's JSON error body).
 
 As a fixture: ``port = await nursery.start(server.serve)``. Standalone, for recording:
 ``python -m tests.fakes.openai_server --script replies.json [--port N] [--log requests.ndjson]``

@@ -1,15 +1,15 @@
-"""Codex approval requests (server→client JSON-RPC requests) as ``permission`` events, and answers.
+"""Codex approval requests (server→client JSON-RPC requests) as ``permission`` events; answers.
 
-=========================================  ===========  ======  ===============================
-method                                     tool         kind    allow / allow_always / deny
-=========================================  ===========  ======  ===============================
-``item/commandExecution/requestApproval``  shell        exec    accept / acceptForSession / decline
-``item/fileChange/requestApproval``        apply_patch  edit    accept / acceptForSession / decline
-``item/permissions/requestApproval``       permissions  other   grant for turn / for session / none
-``mcpServer/elicitation/request`` (tool)   mcp__S__T    mcp     accept / accept + persist / decline
-``execCommandApproval`` (v1)               shell        exec    approved / approved_for_session / denied
-``applyPatchApproval`` (v1)                apply_patch  edit    approved / approved_for_session / denied
-=========================================  ===========  ======  ===============================
+=========================================  ===========  =====  ===================================
+method                                     tool         kind   allow / allow_always / deny
+=========================================  ===========  =====  ===================================
+``item/commandExecution/requestApproval``  shell        exec   accept / acceptForSession / decline
+``item/fileChange/requestApproval``        apply_patch  edit   accept / acceptForSession / decline
+``item/permissions/requestApproval``       permissions  other  grant: turn / session / none
+``mcpServer/elicitation/request``          mcp__S__T    mcp    accept / accept+persist / decline
+``execCommandApproval`` (v1)               shell        exec   approved / …_for_session / denied
+``applyPatchApproval`` (v1)                apply_patch  edit   approved / …_for_session / denied
+=========================================  ===========  =====  ===================================
 
 Codex 0.171.0 asks before an MCP tool call with an elicitation whose ``_meta.codex_approval_kind``
 is ``mcp_tool_call`` (``tool_name``, ``tool_params``, ``persist``); ``allow_always`` answers it

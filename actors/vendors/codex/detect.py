@@ -78,7 +78,7 @@ class CodexDetector:
 
 
 async def probe(binary: str | None, env: Mapping[str, str]) -> Detection:
-    """Detect once, uncached. A missing or failing binary is ``available: false``, never an error."""
+    """Detect once, uncached; a missing or failing binary is ``available: false``, not an error."""
     path = find_binary(binary, env.get("PATH"))
     base = Detection(harness=HARNESS, available=False, features=FEATURES,
                      min_version=MIN_VERSION, login=login_state(env))
@@ -104,7 +104,7 @@ async def probe(binary: str | None, env: Mapping[str, str]) -> Detection:
 
 
 def find_binary(binary: str | None, search_path: str | None) -> str | None:
-    """The executable to run: ``binary`` as given (or found on PATH), preferring npm's native one."""
+    """The executable: ``binary`` as given or found on PATH, preferring npm's native binary."""
     name = binary or "codex"
     found = name if os.sep in name else shutil.which(name, path=search_path)
     if found is None or not os.access(found, os.X_OK):
@@ -123,7 +123,7 @@ def parse_version(text: str) -> tuple[int, ...] | None:
 
 
 def login_state(env: Mapping[str, str]) -> Literal["logged_in", "logged_out"]:
-    """``logged_in`` when an API key is in ``env`` or Codex's ``auth.json`` exists; never reads it."""
+    """``logged_in`` when an API key is in ``env`` or Codex's ``auth.json`` exists (unread)."""
     if env.get("OPENAI_API_KEY") or env.get("CODEX_API_KEY"):
         return "logged_in"
     home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or str(Path.home()), ".codex")

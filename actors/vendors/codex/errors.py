@@ -15,7 +15,7 @@ code                                class         when
 ``codex.auth.not_logged_in``        auth          "not logged in", "login required"
 ``codex.limit.rate_limited``        limit         429, ``rateLimitExceeded``, "rate limit"
 ``codex.limit.usage_limit``         limit         ``usageLimitExceeded``, budget exceeded
-``codex.entitlement.quota``         entitlement   "insufficient_quota", "exceeded your current quota"
+``codex.entitlement.quota``         entitlement   ``insufficient_quota``, "billing"
 ``codex.entitlement.model``         entitlement   ``modelNotFound``, "model … does not exist"
 ``codex.entitlement.policy``        entitlement   a usage-policy block (cyber, bio, misalignment)
 ``codex.overloaded.server``         overloaded    503/529, ``serverOverloaded``, "overloaded"
@@ -73,7 +73,7 @@ def classify(message: str, *, status: int | None = None, info: Any = None) -> Cl
 
 
 def rpc_error(method: str, code: int, message: str) -> Classification:
-    """A JSON-RPC error answering our ``method``: by its text where that says more, else protocol."""
+    """A JSON-RPC error answering our ``method``: by its text if that says more, else protocol."""
     found = classify(message)
     if found.code != "codex.unknown.error":
         return found
@@ -143,7 +143,7 @@ _TEXT: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 
 def _info(info: Any) -> tuple[str | None, int | None, bool]:
-    """A ``codexErrorInfo`` (a string or a one-key tagged object) as (known key, status, connection)."""
+    """A ``codexErrorInfo`` (string or one-key tagged object) as (known key, status, connection)."""
     if isinstance(info, str):
         return _INFOS.get(info), None, False
     if isinstance(info, dict) and len(info) == 1:

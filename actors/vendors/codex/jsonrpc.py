@@ -107,7 +107,7 @@ def decode_frame(line: bytes) -> Frame:
 
 
 def decode_as(raw: msgspec.Raw, kind: type[T], what: str) -> T:
-    """Decode ``params``/``result`` against the method's type; ``ProtocolError`` when it does not fit."""
+    """Decode ``params``/``result`` as the method's type; ``ProtocolError`` if it does not fit."""
     try:
         return msgspec.json.decode(raw if len(raw) else b"null", type=kind)
     except msgspec.DecodeError as exc:
@@ -131,4 +131,5 @@ def response(request_id: RequestId, result: Any) -> bytes:
 
 def error_response(request_id: RequestId, code: int, message: str) -> bytes:
     """The error line for a server→client request we cannot serve."""
-    return _ENCODER.encode(_ErrorResponse(id=request_id, error=RpcError(code=code, message=message))) + b"\n"
+    error = RpcError(code=code, message=message)
+    return _ENCODER.encode(_ErrorResponse(id=request_id, error=error)) + b"\n"

@@ -97,7 +97,7 @@ def mcp_env(servers: Iterable[McpServer]) -> dict[str, str]:
 
 
 def toml_value(value: str | list[str] | dict[str, str]) -> str:
-    """Render a string, string list or string table as a TOML value (JSON strings are TOML strings)."""
+    """A string, string list or string table as a TOML value (JSON strings are TOML strings)."""
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):

@@ -196,7 +196,7 @@ class PermissionsApproval(_Wire, kw_only=True, frozen=True):
 
 
 class McpElicitation(_Wire, kw_only=True, frozen=True):
-    """``mcpServer/elicitation/request``; Codex asks MCP tool-call approvals this way (``_meta``)."""
+    """``mcpServer/elicitation/request``: how Codex asks MCP tool-call approvals (``_meta``)."""
 
     server_name: str = "unknown"
     mode: str | None = None

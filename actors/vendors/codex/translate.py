@@ -146,7 +146,8 @@ class CodexTranslator:
         approval = self._approvals.pop(permission_id, None)
         if approval is None:
             raise UnknownPermission(f"codex has no open approval {permission_id!r}")
-        return [Send(data=jsonrpc.response(approval.request_id, decision_result(approval, decision)))]
+        result = decision_result(approval, decision)
+        return [Send(data=jsonrpc.response(approval.request_id, result))]
 
     def goodbye(self, now: float) -> list[Output]:
         """Cancel open approvals and interrupt the running turn before stdin closes."""
@@ -204,14 +205,16 @@ class CodexTranslator:
             thread = jsonrpc.decode_as(msg.result, m.ThreadResponse, f"{method} result")
             self._thread_id = thread.thread.id
             self._ready = True
-            return [Init(vendor_session_id=thread.thread.id, model=thread.model or thread.thread.model,
+            return [Init(vendor_session_id=thread.thread.id,
+                         model=thread.model or thread.thread.model,
                          cwd=thread.cwd or thread.thread.cwd, tools=[])]
         if method == "turn/start":
             turn = jsonrpc.decode_as(msg.result, m.TurnResponse, "turn/start result").turn
             return self._turn_known(turn.id)
         return []
 
-    def _on_call_failed(self, method: str, text: str | None, error: jsonrpc.RpcError) -> list[Output]:
+    def _on_call_failed(self, method: str, text: str | None,
+                        error: jsonrpc.RpcError) -> list[Output]:
         failure = rpc_error(method, error.code, error.message).event()
         if method == "turn/interrupt":
             return []  # the turn ended first: nothing left to interrupt
@@ -321,7 +324,9 @@ class CodexTranslator:
 
     def _on_mcp_progress(self, raw: msgspec.Raw) -> list[Output]:
         params = jsonrpc.decode_as(raw, m.ProgressParams, "item/mcpToolCall/progress")
-        return [self._tool_update(params.item_id, params.message)] if self._ours(params.thread_id) else []
+        if not self._ours(params.thread_id):
+            return []
+        return [self._tool_update(params.item_id, params.message)]
 
     def _on_error(self, raw: msgspec.Raw) -> list[Output]:
         params = jsonrpc.decode_as(raw, m.ErrorParams, "error")
@@ -348,7 +353,8 @@ class CodexTranslator:
                             cache_write_tokens=usage.cache_write_tokens)]
 
     def _on_rate_limits(self, raw: msgspec.Raw) -> list[Output]:
-        snapshot = jsonrpc.decode_as(raw, m.RateLimitsParams, "account/rateLimits/updated").rate_limits
+        params = jsonrpc.decode_as(raw, m.RateLimitsParams, "account/rateLimits/updated")
+        snapshot = params.rate_limits
         windows = [limit_window(window, name) for window, name in
                    ((snapshot.primary, "primary"), (snapshot.secondary, "secondary"))
                    if window is not None]
