@@ -1,0 +1,162 @@
+"""A child's pipes and exit, at the byte level: stdout frames, stderr lines, the exit peek.
+
+Memory stays bounded whatever the child writes: stdout goes through a framer that fails as soon
+as a frame outgrows its limit, into a bounded channel (a slow reader stops the pipe, and so the
+child, instead of growing a queue); stderr lines are cut at a byte limit and the rest of an
+over-long line is skipped.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+from collections.abc import Awaitable, Callable, Iterator
+
+import trio
+
+from protocol.errors import ProtocolError
+from protocol.framing import Framer
+
+_READ_SIZE = 65536
+
+
+class RawFramer:
+    """The ``raw`` framing: bytes as they come, cut into frames of at most ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        if limit <= 0:
+            raise ValueError(f"raw frame limit must be > 0, got {limit}")
+        self._limit = limit
+        self._frames: collections.deque[bytes] = collections.deque()
+        self._ended = False
+
+    @property
+    def limit(self) -> int:
+        """The largest frame handed out."""
+        return self._limit
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        """Queue ``data`` as one or more frames. Raises ``ProtocolError`` after ``eof``."""
+        if self._ended:
+            raise ProtocolError("data received after eof")
+        with memoryview(data) as view:
+            for start in range(0, len(view), self._limit):
+                self._frames.append(view[start : start + self._limit].tobytes())
+
+    def next_frame(self) -> bytes | None:
+        """The next queued chunk, or None."""
+        return self._frames.popleft() if self._frames else None
+
+    def frames(self) -> Iterator[bytes]:
+        """Every queued chunk, in order."""
+        while self._frames:
+            yield self._frames.popleft()
+
+    def eof(self) -> None:
+        """Mark the end; raw framing has no torn frames."""
+        self._ended = True
+
+    def encode(self, payload: bytes) -> bytes:
+        """``payload`` unchanged."""
+        return bytes(payload)
+
+
+async def read_frames(
+    stream: trio.abc.ReceiveStream,
+    framer: Framer,
+    out: trio.MemorySendChannel[bytes],
+) -> None:
+    """Feed ``stream`` to ``framer`` and send each frame to ``out`` (which the caller closes).
+
+    Returns at end of stream; raises ``FrameTooLarge``/``ProtocolError`` from the framer after
+    sending the frames before the bad one. Blocks while ``out`` is full.
+    """
+    while True:
+        chunk = await _receive(stream)
+        if chunk:
+            framer.receive_data(chunk)
+        else:
+            framer.eof()
+        for frame in framer.frames():
+            await out.send(frame)
+        if not chunk:
+            return
+
+
+async def read_stderr_lines(
+    stream: trio.abc.ReceiveStream, on_line: Callable[[str], None], line_limit: int
+) -> None:
+    """Call ``on_line`` for each line of ``stream`` (decoded, ``\\r\\n`` stripped).
+
+    A line longer than ``line_limit`` bytes is cut there (marked with ``…``) and its rest skipped.
+    """
+    buf = bytearray()
+    skipping = False
+    while chunk := await _receive(stream):
+        buf += chunk
+        while (newline := buf.find(b"\n")) >= 0:
+            if not skipping:
+                on_line(_decode(buf[:newline]))
+            skipping = False
+            del buf[: newline + 1]
+        if len(buf) > line_limit:
+            if not skipping:
+                on_line(_decode(buf[:line_limit]) + "…")
+            skipping = True
+            buf.clear()
+    if buf and not skipping:
+        on_line(_decode(buf))
+
+
+class FrameIterator:
+    """Async iteration over ``receive()`` until it raises ``trio.EndOfChannel``."""
+
+    def __init__(self, receive: Callable[[], Awaitable[bytes]]) -> None:
+        self._receive = receive
+
+    def __aiter__(self) -> FrameIterator:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self._receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+
+def open_pidfd(pid: int) -> int | None:
+    """A pidfd for ``pid`` (readable once it exits), or None where the kernel has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def block_until_exited(pid: int) -> None:
+    """Block until child ``pid`` has exited, without reaping it (the no-pidfd fallback)."""
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+
+
+def peek_exit(pid: int) -> tuple[int | None, str | None]:
+    """``(exit_code, signal_name)`` of exited child ``pid``, read without reaping it."""
+    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    if info is None:
+        return None, None
+    if info.si_code == os.CLD_EXITED:
+        return info.si_status, None
+    try:
+        return None, signal.Signals(info.si_status).name
+    except ValueError:
+        return None, f"SIG{info.si_status}"
+
+
+async def _receive(stream: trio.abc.ReceiveStream) -> bytes | bytearray:
+    try:
+        return await stream.receive_some(_READ_SIZE)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return b""
+
+
+def _decode(line: bytes | bytearray) -> str:
+    return bytes(line).rstrip(b"\r").decode("utf-8", "replace")

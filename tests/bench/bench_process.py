@@ -1,0 +1,171 @@
+"""Benchmark: process children and the crash ledger. Run ``python -m tests.bench.bench_process``.
+
+Prints, next to references measured in the same run:
+
+* spawn+close cycles per second through ``open_child`` (with and without a ledger; the goodbye
+  path, where ``cat`` exits at stdin EOF, and the brutal-kill path), against bare
+  ``subprocess.Popen`` + close/kill + ``wait`` of the same programs;
+* ``reconcile`` time for 1,000 ledger rows (all stale; half naming live processes with another
+  start token; and 20 live leaders with grandchildren among 1,000 rows), against one bare scan
+  of every process's environment, which reconcile cannot beat.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import psutil
+import trio
+
+from supervisor import prctl, reaper
+from supervisor.identity import StartToken, boot_id, read_marker
+from supervisor.ledger import Ledger, LedgerRow, argv_hash, load, reconcile, write
+from supervisor.process import ProcessSpec, open_child
+from tests.fakes.proctools import start_python
+
+CYCLES = 200
+
+
+def _rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:8.1f}/s  ({seconds / n * 1000:6.2f} ms each)"
+
+
+def _popen_cycles(argv: list[str], end: Callable[[subprocess.Popen[bytes]], None]) -> float:
+    start = time.perf_counter()
+    for _ in range(CYCLES):
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        end(proc)
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    return time.perf_counter() - start
+
+
+def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
+    if proc.stdin is not None:
+        proc.stdin.close()
+
+
+async def _child_cycles(argv: list[str], shutdown: float, ledger: Ledger | None) -> float:
+    start = time.perf_counter()
+    for i in range(CYCLES):
+        spec = ProcessSpec(key=f"b{i}", argv=argv, shutdown=shutdown)
+        async with open_child(spec, ledger=ledger):
+            pass
+    return time.perf_counter() - start
+
+
+async def _concurrent_cycles(ledger: Ledger, width: int) -> float:
+    start = time.perf_counter()
+
+    async def worker(w: int) -> None:
+        for i in range(CYCLES // width):
+            async with open_child(ProcessSpec(key=f"w{w}.{i}", argv=["cat"]), ledger=ledger):
+                pass
+
+    async with trio.open_nursery() as nursery:
+        for w in range(width):
+            nursery.start_soon(worker, w)
+    return time.perf_counter() - start
+
+
+def _dead_pids(n: int) -> list[int]:
+    pids: list[int] = []
+    pid = 4_000_000
+    while len(pids) < n:
+        pid -= 1
+        if not psutil.pid_exists(pid):
+            pids.append(pid)
+    return pids
+
+
+def _row(key: str, pid: int, token: StartToken) -> LedgerRow:
+    argv = ["sleep", "1000"]
+    return LedgerRow(key=key, kind="bench", pid=pid, pgid=pid, token=token,
+                     argv_hash=argv_hash(argv), argv=argv, started_at=time.time())
+
+
+def _reconcile_case(rows: list[LedgerRow]) -> tuple[float, int, int]:
+    state = tempfile.mkdtemp(prefix="corral-bench-")
+    write(os.path.join(state, "ledger.json"), rows)
+    start = time.perf_counter()
+    report = reconcile(state, grace=5.0)
+    return time.perf_counter() - start, len(report.killed), len(report.stale)
+
+
+def _abandon_live(state: str, n: int) -> None:
+    """A stand-in daemon spawns ``n`` leaders with three grandchildren each; then it is killed."""
+    daemon = start_python("daemon", state, str(n), "plain")
+    assert daemon.stdout is not None
+    daemon.stdout.readline()
+    daemon.kill()
+    daemon.wait()
+    daemon.stdout.close()
+
+
+def main() -> None:
+    """Run every measurement and print the table."""
+    prctl.set_child_subreaper()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, {len(psutil.pids())} processes")
+    print(f"\nspawn+close, {CYCLES} cycles each")
+    ref_cat = _popen_cycles(["cat"], _close_stdin)
+    ref_kill = _popen_cycles(["sleep", "1000"], lambda p: p.kill())
+    ledger = Ledger(tempfile.mkdtemp(prefix="corral-bench-"))
+    ours_cat = trio.run(_child_cycles, ["cat"], 5.0, ledger)
+    ours_cat_bare = trio.run(_child_cycles, ["cat"], 5.0, None)
+    ours_kill = trio.run(_child_cycles, ["sleep", "1000"], 0.0, ledger)
+    ours_concurrent = trio.run(_concurrent_cycles, ledger, 8)
+    print(f"  reference Popen(cat) + close stdin + wait      {_rate(CYCLES, ref_cat)}")
+    print(f"  open_child(cat), goodbye, ledger               {_rate(CYCLES, ours_cat)}")
+    print(f"  open_child(cat), goodbye, no ledger            {_rate(CYCLES, ours_cat_bare)}")
+    print(f"  open_child(cat), 8 concurrent, ledger          {_rate(CYCLES, ours_concurrent)}")
+    print(f"  reference Popen(sleep) + kill + wait           {_rate(CYCLES, ref_kill)}")
+    print(f"  open_child(sleep), brutal kill, ledger         {_rate(CYCLES, ours_kill)}")
+
+    print("\nreconcile, 1,000 rows")
+    start = time.perf_counter()
+    for pid in psutil.pids():
+        read_marker(pid)
+    floor = time.perf_counter() - start
+    print(f"  reference: one environ scan of every process   {floor * 1000:8.1f} ms")
+    boot = boot_id()
+    dead = [_row(f"dead{i}", pid, StartToken(boot_id=boot, create_time=1.0, start_ticks=1))
+            for i, pid in enumerate(_dead_pids(1000))]
+    scratch = os.path.join(tempfile.mkdtemp(prefix="corral-bench-"), "ledger.json")
+    write(scratch, dead)
+    start = time.perf_counter()
+    load(scratch)
+    took = time.perf_counter() - start
+    print(f"  reference: decode 1,000 rows                   {took * 1000:8.1f} ms")
+    took, killed, stale = _reconcile_case(dead)
+    print(f"  1,000 stale rows (pids gone)                   {took * 1000:8.1f} ms  "
+          f"killed={killed} stale={stale}")
+    live = psutil.pids()
+    wrong = [_row(f"reused{i}", live[i % len(live)],
+                  StartToken(boot_id=boot, create_time=1.0, start_ticks=1)) for i in range(500)]
+    took, killed, stale = _reconcile_case(dead[:500] + wrong)
+    print(f"  500 gone + 500 live pids, other start token    {took * 1000:8.1f} ms  "
+          f"killed={killed} stale={stale}")
+    state = tempfile.mkdtemp(prefix="corral-bench-")
+    _abandon_live(state, 20)
+    path = os.path.join(state, "ledger.json")
+    write(path, load(path)[0] + dead[:980])
+    start = time.perf_counter()
+    report = reconcile(state, grace=5.0)
+    took = time.perf_counter() - start
+    print(f"  20 live leaders (+60 grandchildren) + 980 gone {took * 1000:8.1f} ms  "
+          f"killed={len(report.killed)} stale={len(report.stale)} survivors={report.survivors}")
+    reaper.reap_orphans()
+
+
+if __name__ == "__main__":
+    main()
