@@ -222,8 +222,11 @@ class Ok(Message, tag="ok", kw_only=True, frozen=True):
     result: Any = msgspec.field(default_factory=dict)
 
 
-class ErrorFrame(Message, tag="error", kw_only=True, frozen=True):
-    """The failed response to request ``id`` (null when the request was unreadable or pre-handshake)."""
+class ErrorFrame(Message, tag="error", kw_only=True, frozen=True, omit_defaults=True):
+    """The failed response to request ``id`` (null when the request was unreadable or pre-handshake).
+
+    ``data`` (structured details) is left out when there are none.
+    """
 
     id: int | None
     code: str

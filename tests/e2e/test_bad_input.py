@@ -31,7 +31,7 @@ async def test_malformed_requests_get_typed_errors_and_the_connection_stays(
         await client.send_raw(frame)
         error = await client.next_pushed()
         assert error == {"type": "error", "id": request_id, "code": code,
-                         "message": error["message"], "data": error.get("data")}
+                         "message": error["message"], **({"data": error["data"]} if "data" in error else {})}
         assert error["message"]
         status = await client.ok("daemon.status")
         assert status["clients"] >= 1
