@@ -127,6 +127,24 @@ class LoadedConfig(Struct, frozen=True):
     warnings: list[str]
 
 
+def harness_defaults(config: Config, harness: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The session options and env that ``[harness.<name>]`` gives every session of a harness.
+
+    A session's own ``options`` and ``env`` win over these; ``~`` in paths is expanded.
+    """
+    table = config.harness.get(harness)
+    if table is None:
+        return {}, {}
+    options: dict[str, Any] = {}
+    if table.binary:
+        options["binary"] = os.path.expanduser(table.binary)
+    if table.home:
+        options["home"] = os.path.expanduser(table.home)
+    if table.extra_args:
+        options["extra_args"] = list(table.extra_args)
+    return options, dict(table.env)
+
+
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
     """``$XDG_CONFIG_HOME/corral/config.toml``, else ``$HOME/.config/corral/config.toml``.
 

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os.path
 from typing import Any
 
 from actors.fake import FakeDriver
+from actors.vendors.codex import CodexDriver
 
-from .config import Config
+from .config import Config, HarnessConfig
 
 
 def drivers(config: Config) -> dict[str, Any]:
     """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers."""
-    found: dict[str, Any] = {"fake": FakeDriver()}
+    codex = config.harness.get("codex", HarnessConfig())
+    found: dict[str, Any] = {
+        "fake": FakeDriver(),
+        "codex": CodexDriver(binary=_expand(codex.binary)),
+    }
     return found
+
+
+def _expand(path: str | None) -> str | None:
+    return os.path.expanduser(path) if path else None

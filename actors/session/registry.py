@@ -27,7 +27,7 @@ from protocol.base import format_ts
 from protocol.errors import BadRequest, HarnessUnavailable, StorageFailed, SessionClosed, UnknownSession
 from protocol.messages import SessionCreate
 from protocol.models import Detection, Permissions, SessionInfo
-from supervisor.config import Config
+from supervisor.config import Config, harness_defaults
 
 log = logging.getLogger("corral.sessions")
 _DETECTION_TTL = 30.0
@@ -108,11 +108,12 @@ class Sessions:
         directory.mkdir(mode=0o700)
         work_dir = directory / "harness"
         work_dir.mkdir(mode=0o700)
-        options = dict(request.options or {})
+        default_options, default_env = harness_defaults(self.config, request.harness)
+        options = {**default_options, **(request.options or {})}
         meta = meta_from_create(session_id, request, created_at=format_ts(time.time()))
         harness_request = HarnessRequest(
             session_id=session_id, cwd=request.cwd, model=request.model,
-            permissions=request.permissions or Permissions(), env=dict(request.env or {}),
+            permissions=request.permissions or Permissions(), env={**default_env, **(request.env or {})},
             mcp_servers=list(request.mcp_servers or []), options=options,
             resume=options.get("resume") if isinstance(options.get("resume"), str) else None,
             instructions=options.get("instructions") if isinstance(options.get("instructions"), str) else None,
