@@ -23,39 +23,11 @@ import trio
 
 from actors.harness import HarnessRequest, Output, Send
 from actors.vendors.codex import CodexTranslator, build_launch
-from actors.vendors.codex.detect import find_binary
 from protocol.events import Event
+from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args
 
-KEY_ENV = "CORRAL_FAKE_OPENAI_KEY"
-NPM_NATIVE = ("/usr/lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/"
-              "x86_64-unknown-linux-musl/bin/codex")
-
-
-def codex_binary() -> str | None:
-    """The native Codex binary if installed (``CORRAL_CODEX_BINARY`` overrides)."""
-    explicit = os.environ.get("CORRAL_CODEX_BINARY")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    return find_binary(None, os.environ.get("PATH")) or (
-        NPM_NATIVE if os.access(NPM_NATIVE, os.X_OK) else None)
-
-
-def offline_args(port: int) -> list[str]:
-    """Point Codex at the fake server and switch its other traffic off."""
-    provider = "model_providers.fake"
-    return [
-        "-c", f'{provider}.name="fake"',
-        "-c", f'{provider}.base_url="http://127.0.0.1:{port}/v1"',
-        "-c", f'{provider}.wire_api="responses"',
-        "-c", f'{provider}.env_key="{KEY_ENV}"',
-        "-c", f"{provider}.request_max_retries=0",
-        "-c", f"{provider}.stream_max_retries=0",
-        "-c", 'model_provider="fake"',
-        "-c", "analytics.enabled=false",
-        "-c", 'otel.metrics_exporter="none"',
-        "-c", "check_for_update_on_startup=false",
-        "--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps",
-    ]
+__all__ = ["KEY_ENV", "LiveCodex", "available", "codex_binary", "make_request", "offline_args",
+           "stderr_tail"]
 
 
 def make_request(tmp: Path, port: int, binary: str, **fields: Any) -> HarnessRequest:
