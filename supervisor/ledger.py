@@ -131,8 +131,9 @@ class Ledger:
     async def add(self, row: LedgerRow) -> None:
         """Record ``row`` (replacing a row with the same key) and return once it is on disk.
 
-        Raises ``StorageFailed``. Cancellation: the write completes even if the caller is
-        cancelled (the thread is not abandoned); the caller sees ``Cancelled`` afterwards.
+        Raises ``StorageFailed``. Cancellation: a write under way always completes (its thread
+        is never abandoned); a caller cancelled while queued for the lock leaves its row in
+        memory, to be written with the next change (``open_child`` then removes it).
         """
         self._rows[row.key] = row
         await self._flush()
