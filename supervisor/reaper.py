@@ -105,7 +105,8 @@ def _waitpid_nohang(pid: int) -> bool:
 
 
 def _zombie_children() -> list[int]:
-    if not os.path.isdir("/proc/self/task"):
+    # /proc/<pid>/task/<tid>/children needs CONFIG_PROC_CHILDREN; psutil scans all of /proc.
+    if not os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children"):
         return _zombie_children_psutil()
     pids: set[int] = set()
     for path in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
