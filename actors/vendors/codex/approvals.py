@@ -17,9 +17,15 @@ with ``_meta: {"persist": "session"}`` when Codex offers that. Any other elicita
 a person, which corral has no surface for: it is declined at once (``DECLINE_ELICITATION``).
 
 ``decline`` denies the action and lets the turn go on (``cancel`` would also end the turn; it is
-what ``goodbye`` answers with). ``permission_id`` is the request's JSON-RPC id as a string. A
-file-change request carries no paths, so its input takes them from the ``fileChange`` item that
-``item/started`` announced under the same ``itemId``.
+what ``goodbye`` answers with). A file-change request carries no paths, so its input takes them
+from the ``fileChange`` item that ``item/started`` announced under the same ``itemId``.
+
+``permission_id`` must be unique within the session, across restarts, but Codex numbers its
+JSON-RPC requests from 0 in every process, so the id is Codex's own id for the approval: its
+``approvalId`` when given (several callbacks of one command), else the ``itemId`` (``callId`` in
+v1), which is the model's tool-call id; an MCP approval has neither and gets
+``<turnId>:<request id>``; with no turn either, ``<epoch>:<request id>`` where ``epoch`` is
+unique per process (the translator's). The translator numbers repeats (``id#2``).
 """
 
 from __future__ import annotations
@@ -46,26 +52,32 @@ class Approval(msgspec.Struct, kw_only=True, frozen=True):
 
 
 def permission_for(method: str, request_id: jsonrpc.RequestId, params: msgspec.Raw,
-                   items: Mapping[str, m.Item]) -> tuple[Approval, Permission] | None:
-    """The approval and its ``permission`` event, or ``None`` for a request we do not serve."""
+                   items: Mapping[str, m.Item], *,
+                   epoch: str) -> tuple[Approval, Permission] | None:
+    """The approval and its ``permission`` event, or ``None`` for a request we do not serve.
+
+    The event's ``permission_id`` is Codex's id for the approval (see the module docstring);
+    ``epoch`` makes the last-resort id unique per process.
+    """
     tool: str
     kind: ToolKind
     requested: dict[str, Any] = {}
     data: dict[str, Any]
+    key: str | None
     match method:
         case "item/commandExecution/requestApproval":
             command = jsonrpc.decode_as(params, m.CommandApproval, method)
-            tool, kind = "shell", "exec"
+            tool, kind, key = "shell", "exec", command.approval_id or command.item_id
             data = {"command": command.command, "cwd": command.cwd, "reason": command.reason}
         case "item/fileChange/requestApproval":
             change = jsonrpc.decode_as(params, m.FileChangeApproval, method)
             item = items.get(change.item_id or "")
-            tool, kind = "apply_patch", "edit"
+            tool, kind, key = "apply_patch", "edit", change.item_id
             data = {"changes": item.changes if item is not None else None,
                     "reason": change.reason, "grant_root": change.grant_root}
         case "item/permissions/requestApproval":
             ask = jsonrpc.decode_as(params, m.PermissionsApproval, method)
-            tool, kind, requested = "permissions", "other", ask.permissions
+            tool, kind, requested, key = "permissions", "other", ask.permissions, ask.item_id
             data = {"permissions": ask.permissions, "cwd": ask.cwd, "reason": ask.reason}
         case "mcpServer/elicitation/request":
             ask_mcp = jsonrpc.decode_as(params, m.McpElicitation, method)
@@ -73,22 +85,23 @@ def permission_for(method: str, request_id: jsonrpc.RequestId, params: msgspec.R
             if meta.get("codex_approval_kind") != "mcp_tool_call":
                 return None
             tool, kind = f"mcp__{ask_mcp.server_name}__{meta.get('tool_name', 'unknown')}", "mcp"
+            key = f"{ask_mcp.turn_id}:{request_id}" if ask_mcp.turn_id else None
             persist = meta.get("persist")
             requested = {"persist": "session" in persist if isinstance(persist, list) else False}
             data = {"arguments": meta.get("tool_params"), "message": ask_mcp.message}
         case "execCommandApproval":
             legacy = jsonrpc.decode_as(params, m.LegacyExecApproval, method)
-            tool, kind = "shell", "exec"
+            tool, kind, key = "shell", "exec", legacy.approval_id or legacy.call_id
             data = {"command": " ".join(legacy.command), "cwd": legacy.cwd, "reason": legacy.reason}
         case "applyPatchApproval":
             patch = jsonrpc.decode_as(params, m.LegacyPatchApproval, method)
-            tool, kind = "apply_patch", "edit"
+            tool, kind, key = "apply_patch", "edit", patch.call_id
             data = {"changes": patch.file_changes, "reason": patch.reason,
                     "grant_root": patch.grant_root}
         case _:
             return None
-    event = Permission(permission_id=str(request_id), tool=tool, kind=kind,
-                       input={key: value for key, value in data.items() if value is not None},
+    event = Permission(permission_id=key or f"{epoch}:{request_id}", tool=tool, kind=kind,
+                       input={name: value for name, value in data.items() if value is not None},
                        options=list(OPTIONS))
     return Approval(request_id=request_id, method=method, requested=requested), event
 

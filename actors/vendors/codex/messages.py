@@ -170,9 +170,11 @@ class ResolvedParams(_Wire, kw_only=True, frozen=True):
 
 
 class CommandApproval(_Wire, kw_only=True, frozen=True):
-    """``item/commandExecution/requestApproval``."""
+    """``item/commandExecution/requestApproval`` (``approvalId`` tells apart several callbacks
+    of one item; null for ordinary commands)."""
 
     item_id: str | None = None
+    approval_id: str | None = None
     command: str | None = None
     cwd: str | None = None
     reason: str | None = None
@@ -199,6 +201,7 @@ class McpElicitation(_Wire, kw_only=True, frozen=True):
     """``mcpServer/elicitation/request``: how Codex asks MCP tool-call approvals (``_meta``)."""
 
     server_name: str = "unknown"
+    turn_id: str | None = None
     mode: str | None = None
     message: str | None = None
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
@@ -208,6 +211,7 @@ class LegacyExecApproval(_Wire, kw_only=True, frozen=True):
     """``execCommandApproval`` (v1 conversations)."""
 
     call_id: str | None = None
+    approval_id: str | None = None
     command: list[str] = []
     cwd: str | None = None
     reason: str | None = None

@@ -27,7 +27,9 @@ counts cached input inside input, so ``input_tokens`` here excludes ``cache_read
 Text streams as ``assistant``/``thought`` deltas, then the whole message (``delta: false``) when
 its item completes. Approvals arrive as server→client requests (commands, file changes, extra
 permissions, and MCP tool calls as elicitations; see ``approvals``); each becomes ``permission``
-with ``permission_id`` = the JSON-RPC id as a string, and ``decide`` answers it (allow →
+whose ``permission_id`` is Codex's own id for the approval (item or approval id, not the
+JSON-RPC id, which restarts from 0 in every process; repeats get ``#2``, ``#3``, …), and
+``decide`` answers it (allow →
 ``accept``, allow_always → ``acceptForSession``, deny → ``decline``). Server requests we do not
 serve get a JSON-RPC error at once (other elicitations are declined), so Codex never waits on
 us. ``goodbye`` cancels open approvals and interrupts the running turn. Errors in results of
@@ -41,6 +43,7 @@ The request params live in ``params`` (policy mapping), the turn accounting in `
 from __future__ import annotations
 
 import itertools
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -73,6 +76,8 @@ class CodexTranslator:
         self._ids = itertools.count(1)
         self._calls: dict[int, tuple[str, str | None]] = {}
         self._approvals: dict[str, Approval] = {}
+        self._issued: dict[str, int] = {}
+        self._epoch = secrets.token_hex(4)
         self._items: dict[str, m.Item] = {}
         self._thread_id: str | None = None
         self._ready = False
@@ -246,13 +251,16 @@ class CodexTranslator:
         request_id = msg.id
         if not isinstance(request_id, (int, str)):
             raise ProtocolError("codex sent a request with a null id")
-        found = permission_for(method, request_id, msg.params, self._items)
+        found = permission_for(method, request_id, msg.params, self._items, epoch=self._epoch)
         if found is None and method == "mcpServer/elicitation/request":
             return [Send(data=jsonrpc.response(request_id, DECLINE_ELICITATION))]
         if found is None:
             return [Send(data=jsonrpc.error_response(
                 request_id, jsonrpc.METHOD_NOT_FOUND, f"corral does not serve {method}"))]
         approval, event = found
+        count = self._issued[event.permission_id] = self._issued.get(event.permission_id, 0) + 1
+        if count > 1:
+            event = msgspec.structs.replace(event, permission_id=f"{event.permission_id}#{count}")
         self._approvals[event.permission_id] = approval
         return [event]
 
@@ -362,9 +370,11 @@ class CodexTranslator:
 
     def _on_resolved(self, raw: msgspec.Raw) -> list[Output]:
         params = jsonrpc.decode_as(raw, m.ResolvedParams, "serverRequest/resolved")
-        permission_id = str(params.request_id)
-        if self._approvals.pop(permission_id, None) is None:
+        permission_id = next((pid for pid, approval in self._approvals.items()
+                              if approval.request_id == params.request_id), None)
+        if permission_id is None:
             return []
+        del self._approvals[permission_id]
         return [PermissionDecided(permission_id=permission_id, decision="cancelled", by="session")]
 
 

@@ -124,7 +124,8 @@ def test_exec_turn_tool_phases_and_per_turn_usage() -> None:
 def test_denied_approval_declines_and_the_turn_goes_on() -> None:
     replay = Replay("approval_deny")
     (ask,) = replay.of(Permission)
-    assert (ask.permission_id, ask.tool, ask.kind) == ("0", "shell", "exec")
+    # The item (the model's tool-call id), not the JSON-RPC id that restarts at 0 per process.
+    assert (ask.permission_id, ask.tool, ask.kind) == ("call_2_0", "shell", "exec")
     assert ask.options == ["allow", "deny", "allow_always"]
     assert "touch denied.txt" in ask.input["command"]
     assert ask.input["reason"] == "Create denied.txt outside the sandbox?"
