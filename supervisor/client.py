@@ -18,7 +18,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
 import msgspec
 import trio
@@ -34,7 +33,6 @@ from protocol.codec import decode_server_frame, encode
 from protocol.errors import (
     BadRequest,
     CorralError,
-    DaemonNotRunning,
     ProtocolError,
     Timeout,
     error_from_wire,
@@ -73,7 +71,7 @@ from protocol.models import ClientInfo, Detection, McpServer, Permissions, Sessi
 
 from . import __version__
 from .routing import ConnectionLost, RawEventFrame, Router, Subscription
-from .statedir import DaemonFile, StateDir, resolve_state_dir
+from .discovery import connect_stream, discover
 
 __all__ = [
     "Client",
@@ -95,19 +93,6 @@ SUBSCRIPTION_BUFFER = 1024
 _R = TypeVar("_R", bound=Data)
 
 
-def discover(state_dir: Path | str | None = None) -> tuple[StateDir, DaemonFile, str]:
-    """The state directory, its ``daemon.json`` and token; ``DaemonNotRunning`` when either is missing."""
-    state = StateDir(resolve_state_dir(state_dir))
-    info = state.read_daemon_file()
-    try:
-        token = state.token_path.read_text().strip() if info is not None else ""
-    except FileNotFoundError:
-        info = None
-    if info is None:
-        raise _not_running(state.root)
-    return state, info, token
-
-
 @asynccontextmanager
 async def open_client(state_dir: Path | str | None = None, *,
                       transport: Literal["unix", "tcp"] = "unix", name: str = "corral-cli",
@@ -125,14 +110,7 @@ async def open_client(state_dir: Path | str | None = None, *,
     state, info, token = discover(state_dir)
 
     async def connect() -> tuple[trio.abc.Stream, str, str]:
-        try:
-            if transport == "unix":
-                return await trio.open_unix_socket(info.socket), "localhost", "/v1"
-            url = urlsplit(info.url)
-            stream = await trio.open_tcp_stream(url.hostname or "127.0.0.1", url.port or 80)
-            return stream, url.netloc, url.path or "/v1"
-        except OSError:
-            raise _not_running(state.root) from None
+        return await connect_stream(state.root, info, transport)
 
     async with _open(connect, token, name=name, request_timeout=request_timeout,
                      connect_timeout=connect_timeout, frame_limit=frame_limit,
@@ -432,7 +410,3 @@ def _method(message: Request) -> str:
         raise BadRequest(f"{type(message).__name__} is not a request")
     return tag
 
-
-def _not_running(root: Path) -> DaemonNotRunning:
-    return DaemonNotRunning(f"the daemon is not running (state dir {root}); start it with `corral start`",
-                            data={"state_dir": str(root)})
