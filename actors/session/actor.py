@@ -285,6 +285,7 @@ class Session:
             with trio.move_on_after(self.deps.sessions.close_timeout):
                 goodbye = translator.goodbye(self._now()) if translator is not None else []
                 status = await child.close(goodbye=_goodbye(goodbye))
+        self.pid = None  # a closed session reports no child, before and after it leaves ``live``
         self._report_lost_prompts("the session was closed")
         self._emit(ev.Exit(exit_code=status.exit_code if status else None,
                            signal=status.signal if status else None, reason="closed"))
