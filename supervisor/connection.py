@@ -39,7 +39,7 @@ from protocol.messages import (
 )
 from protocol.models import DaemonInfo
 
-from .outqueue import OutQueue, QueueOverflow
+from .outqueue import Item, OutQueue, QueueOverflow
 
 log = logging.getLogger("corral.connection")
 _ids = itertools.count(1)
@@ -104,7 +104,16 @@ class Connection:
         finally:
             self.backend.connected(self, -1)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await self._flush()
                 await self.ws.aclose()
+
+    async def _flush(self) -> None:
+        """Send what is still queued (the daemon is stopping: let clients see the end)."""
+        try:
+            while len(self.queue):
+                await self._write(await self.queue.get())
+        except ConnectionClosed:
+            pass
 
     async def _handshake(self) -> bool:
         error: CorralError
@@ -230,15 +239,17 @@ class Connection:
     async def _writer(self, scope: trio.CancelScope) -> None:
         try:
             while True:
-                item = await self.queue.get()
-                if item.frame is None:
-                    sid = item.session_id or ""
-                    payload = encode(Lagged(session_id=sid, last_seq=self._last_written.get(sid, 0)))
-                else:
-                    payload = item.frame
-                await self.ws.send_message(payload.decode())
-                if item.frame is not None and item.session_id is not None:
-                    self._last_written[item.session_id] = item.seq
+                await self._write(await self.queue.get())
         except ConnectionClosed:
             scope.cancel()
+
+    async def _write(self, item: Item) -> None:
+        if item.frame is None:
+            sid = item.session_id or ""
+            payload = encode(Lagged(session_id=sid, last_seq=self._last_written.get(sid, 0)))
+        else:
+            payload = item.frame
+        await self.ws.send_message(payload.decode())
+        if item.frame is not None and item.session_id is not None:
+            self._last_written[item.session_id] = item.seq
 

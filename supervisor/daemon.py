@@ -50,6 +50,8 @@ from .config import Config, LoadedConfig
 from .connection import Connection, FeedLike
 from .harnesses import drivers
 from .killing import signal_group
+from .specs import ChildSpec, ChildType, Strategy, SupervisorSpec
+from .supervision import Supervisor, supervise
 from .ledger import Ledger, reconcile
 from .prctl import set_child_subreaper
 from .reaper import run_orphan_reaper
@@ -74,6 +76,7 @@ class Daemon:
         self.ledger = Ledger(state.root)
         self.sessions = Sessions(state.root, self.config, self.ledger, drivers(self.config))
         self.stopping = trio.Event()
+        self._connection_nursery: trio.Nursery | None = None
 
     # --- Backend ----------------------------------------------------------------------------
 
@@ -137,13 +140,12 @@ class Daemon:
             self.state.release_lock()
 
     async def _serve(self, task_status: trio.TaskStatus[DaemonFile]) -> None:
+        cfg = self.config.daemon
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._signals, nursery.cancel_scope)
-            nursery.start_soon(run_orphan_reaper)
-            await nursery.start(self.sessions.run)
-            server_scope = trio.CancelScope()
-            connections = await nursery.start(_open_nursery)
-            port = await nursery.start(self._listen, server_scope, connections)
+            nursery.start_soon(self._signals)
+            root_scope, root_done = trio.CancelScope(), trio.Event()
+            root = await nursery.start(self._supervise, root_scope, root_done)
+            port = root.child("listener").handle
             info = DaemonFile(pid=os.getpid(), url=f"ws://127.0.0.1:{port}/v1",
                               socket=str(self.state.socket_path), version=__version__,
                               started_at=format_ts(time.time()))
@@ -151,31 +153,57 @@ class Daemon:
             log.info("corral %s listening on %s and %s", __version__, info.url, info.socket)
             task_status.started(info)
             await self.stopping.wait()
-            log.info("shutting down")
+            log.info("shutting down (at most %g s)", cfg.shutdown_timeout)
             self.state.remove_daemon_file()
-            server_scope.cancel()  # stop accepting; attached clients still see the sessions close
-            with trio.move_on_after(self.config.daemon.shutdown_timeout):
-                await self.sessions.close_all()
-            with trio.move_on_after(2):  # let every client receive what is queued for it
-                for connection in list(self.clients.values()):
-                    await connection.queue.drained()
+            root_scope.cancel()  # the root supervisor stops its children in reverse order
+            await root_done.wait()
             nursery.cancel_scope.cancel()
 
-    async def _listen(self, scope: trio.CancelScope, connections: trio.Nursery, *,
-                      task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _supervise(self, scope: trio.CancelScope, done: trio.Event, *,
+                         task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with scope:
+                await supervise(SupervisorSpec(strategy=Strategy.ONE_FOR_ONE, intensity=3, period=10.0),
+                                self._children(), name="daemon", task_status=task_status)
+        finally:
+            done.set()
+
+    def _children(self) -> list[ChildSpec]:
+        """The root supervisor's children, in start order; they stop in reverse: the listener
+        first (no new clients), then the sessions (each runs its close sequence while clients
+        still watch), then the connections (each flushes what is queued), then the reaper."""
         cfg = self.config.daemon
-        with scope:
-            await serve(self._on_connection, host=cfg.host, port=self.port,
-                        socket_path=self.state.socket_path, frame_limit=cfg.frame_limit,
-                        extra_origins=cfg.allowed_origins, connections=connections,
-                        task_status=task_status)
+        return [
+            ChildSpec(id="orphan-reaper", start=run_orphan_reaper, shutdown=1.0),
+            ChildSpec(id="connections", start=self._connections, shutdown=3.0),
+            ChildSpec(id="sessions", start=self.sessions.run, shutdown=cfg.shutdown_timeout + 5,
+                      type=ChildType.SUPERVISOR),
+            ChildSpec(id="listener", start=self._listen, shutdown=5.0),
+        ]
+
+    async def _listen(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        cfg = self.config.daemon
+        connections = self._connection_nursery
+        if connections is None:
+            raise RuntimeError("the connections child starts before the listener")
+        await serve(self._on_connection, host=cfg.host, port=self.port,
+                    socket_path=self.state.socket_path, frame_limit=cfg.frame_limit,
+                    extra_origins=cfg.allowed_origins, connections=connections,
+                    task_status=task_status)
+
+    async def _connections(self, *, task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED) -> None:
+        """Own every connection actor; each flushes its queue (bounded) when cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._connection_nursery = nursery
+            task_status.started(nursery)
+            await trio.sleep_forever()
 
     async def _on_connection(self, ws: Any, transport: str) -> None:
         cfg = self.config.daemon
         await Connection(ws, self, queue_size=cfg.client_queue,
                          handshake_timeout=cfg.handshake_timeout).run()
 
-    async def _signals(self, scope: trio.CancelScope) -> None:
+    async def _signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 if not self.stopping.is_set():
@@ -185,14 +213,6 @@ class Daemon:
                     log.warning("second signal: killing every child now")
                     for row in self.ledger.rows():
                         signal_group(row.pgid, signal.SIGKILL)
-                    scope.cancel()
-
-
-async def _open_nursery(*, task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED) -> None:
-    """A nursery that lives until cancelled (for the connection actors)."""
-    async with trio.open_nursery() as nursery:
-        task_status.started(nursery)
-        await trio.sleep_forever()
 
 
 async def run_daemon(state_root: Path, loaded: LoadedConfig, *, port: int | None = None,

@@ -63,11 +63,19 @@ class Sessions:
         self._detections: dict[str, tuple[float, Detection]] = {}
 
     async def run(self, *, task_status: trio.TaskStatus[Sessions] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own every session actor; cancelling this closes them all (bounded per session)."""
+        """Own every session actor. Cancelling this closes every session gracefully, all at
+        once, within the daemon's shutdown timeout; whatever is left is then cancelled (each
+        session still kills its child within its close timeout)."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started(self)
-            await trio.sleep_forever()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+                with trio.CancelScope(shield=True), \
+                        trio.move_on_after(self.config.daemon.shutdown_timeout):
+                    await self.close_all()
 
     def boot(self) -> list[str]:
         """Load every session on disk; close those a crashed daemon left open. Returns their ids."""

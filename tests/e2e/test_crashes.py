@@ -77,6 +77,9 @@ async def test_sigkill_of_the_daemon_loses_nothing_and_leaves_no_orphan(tmp_path
                 await client.ok("session.subscribe", session_id=sid)
             await client.ok("session.prompt", session_id=sids[0], text="/ask echo hi")
             await client.events_until(sids[0], lambda f: _kind(f) == "permission")
+            if not any(f.get("session_id") == sids[1] and f["type"] == "event" and _kind(f) == "init"
+                       for f in client.frames):
+                await client.events_until(sids[1], lambda f: _kind(f) == "init")
             for sid in sids:
                 seen[sid] = [f for f in client.frames if f["type"] == "event" and f["session_id"] == sid]
             assert any(_kind(f) == "init" for f in seen[sids[1]])
