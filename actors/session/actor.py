@@ -235,6 +235,7 @@ class Session:
 
     async def _start_turn(self, text: str, delivery: Delivery) -> None:
         self.tracker.turn_started(trio.current_time())
+        self._wake_timer()
         self.turn_started_at = trio.current_time()
         self._emit(ev.User(text=text, delivery=delivery))
         await self._handle_outputs(self._translator.prompt(text, self._now()))
@@ -427,6 +428,7 @@ class Session:
         self.tracker.observe(event, trio.current_time())
         self.feed.appended()
         self._announce_state()
+        self._wake_timer()  # the stall deadline moves with every event
 
     def _announce_state(self) -> None:
         state = self.state
