@@ -1,0 +1,202 @@
+"""Session events as readable text, for ``corral attach`` and ``corral logs``.
+
+Assistant and thought deltas are written inline as they arrive; every other event gets a
+line of its own (ending a pending inline line first). A whole ``assistant`` message that
+repeats the deltas just streamed is the harness's consolidated copy and is not printed
+twice. Colour (ANSI) only when asked for: the CLI asks when stdout is a terminal and
+``NO_COLOR`` is unset. Every write is flushed, so a pipe sees text as it streams.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, TextIO
+
+from protocol.events import (
+    Assistant,
+    Error,
+    Event,
+    Exit,
+    Init,
+    Limits,
+    Permission,
+    PermissionDecided,
+    Restarted,
+    Result,
+    Status,
+    Thought,
+    Tool,
+    User,
+    UsageReport,
+)
+
+__all__ = ["Renderer", "describe", "short"]
+
+_DIM, _RED, _RESET = "\x1b[2m", "\x1b[31m", "\x1b[0m"
+
+
+class Renderer:
+    """Writes events to ``out`` as text; keeps only the state of the line being streamed."""
+
+    def __init__(self, out: TextIO, *, color: bool = False) -> None:
+        self.out = out
+        self.color = color
+        self._inline: Literal["assistant", "thought"] | None = None
+        self._streamed = ""
+        self._question: str | None = None
+        self._question_shown = False
+
+    def render(self, event: Event) -> None:
+        """Write one event (inline for text deltas, else a whole line)."""
+        match event:
+            case Assistant(text=text, delta=True):
+                self._stream("assistant", text)
+            case Thought(text=text, delta=True):
+                self._stream("thought", text)
+            case Assistant(text=text):
+                if not (self._inline == "assistant" and self._streamed == text):
+                    self.line(text)
+                self._end_inline()
+            case Thought(text=text):
+                if not (self._inline == "thought" and self._streamed == text):
+                    self.line(self._paint(f"(thinking) {text}", _DIM))
+                self._end_inline()
+            case _:
+                self.line(describe(event, color=self.color))
+
+    def line(self, text: str) -> None:
+        """Write ``text`` on a line of its own (an open question moves below it)."""
+        self._end_inline()
+        if self._question_shown:
+            self.out.write("\n")
+            self._question_shown = False
+        self.out.write(text + "\n")
+        self._show_question()
+        self.out.flush()
+
+    def ask(self, question: str) -> None:
+        """Show a question that stays the last line until ``answered``."""
+        self._end_inline()
+        self._question = question
+        self._show_question()
+        self.out.flush()
+
+    def answered(self, *, echoed: bool) -> None:
+        """The question is gone; ``echoed`` when the terminal already moved to a new line."""
+        if self._question_shown and not echoed:
+            self.out.write("\n")
+        self._question = None
+        self._question_shown = False
+        self.out.flush()
+
+    def finish(self) -> None:
+        """End a pending inline line (before leaving, or before a prompt)."""
+        self._end_inline()
+        self.out.flush()
+
+    def _stream(self, kind: Literal["assistant", "thought"], text: str) -> None:
+        if self._question_shown:
+            self.out.write("\n")
+            self._question_shown = False
+        if self._inline != kind:
+            self._end_inline()
+            self._inline = kind
+            self._streamed = ""
+            if kind == "thought":
+                self.out.write(self._paint("(thinking) ", _DIM))
+        self._streamed += text
+        self.out.write(self._paint(text, _DIM) if kind == "thought" else text)
+        self.out.flush()
+
+    def _end_inline(self) -> None:
+        if self._inline is not None:
+            self.out.write("\n")
+            self._inline = None
+            self._streamed = ""
+            self._show_question()
+
+    def _show_question(self) -> None:
+        if self._question is not None and not self._question_shown:
+            self.out.write(self._question)
+            self._question_shown = True
+
+    def _paint(self, text: str, code: str) -> str:
+        return _paint(text, code, self.color)
+
+
+def describe(event: Event, *, color: bool = False) -> str:
+    """One line for an event that is not streamed text."""
+    def dim(text: str) -> str:
+        return _paint(text, _DIM, color)
+
+    def red(text: str) -> str:
+        return _paint(text, _RED, color)
+
+    match event:
+        case User(text=text, delivery=delivery):
+            return f"> {text} ({delivery})"
+        case Tool(name=name, kind=kind, phase=phase, input=tool_input, output=output, is_error=failed):
+            line = _tool_line(name, kind, phase, tool_input, output, failed)
+            return red(line) if failed and phase == "completed" else line
+        case Permission(permission_id=pid, tool=tool, kind=kind, input=tool_input, options=options):
+            return f"? permission {pid}: {tool} [{kind}] {short(tool_input)} ({'/'.join(options)})"
+        case PermissionDecided(permission_id=pid, decision=decision, by=by):
+            return f"permission {pid}: {decision} (by {by})"
+        case Result():
+            return _result_line(event)
+        case Error(error_class=error_class, code=code, message=message):
+            return red(f"error [{error_class}] {code}: {message}")
+        case Status(state=state, stalled=stalled):
+            return dim(f"· {state}{' (stalled)' if stalled else ''}")
+        case Init(model=model, cwd=cwd, vendor_session_id=vendor_id):
+            return dim(f"· init {model or '?'} in {cwd or '?'} (vendor session {vendor_id or '?'})")
+        case Restarted(attempt=attempt, reason=reason):
+            return f"↻ restarted (attempt {attempt}): {reason}"
+        case Exit(exit_code=code, signal=sig, reason=reason):
+            how = f"signal {sig}" if sig else f"code {code}" if code is not None else "no status"
+            return f"■ exit: {reason} ({how})"
+        case UsageReport(input_tokens=tokens_in, output_tokens=tokens_out):
+            return dim(f"· usage in {tokens_in} / out {tokens_out} tokens")
+        case Limits(windows=windows):
+            parts = [f"{w.name} {w.used_percent:g}%" if w.used_percent is not None else w.name
+                     for w in windows]
+            return dim(f"· limits: {', '.join(parts) or 'none'}")
+        case Assistant(text=text) | Thought(text=text):
+            return text
+
+
+def short(value: Any, limit: int = 160) -> str:
+    """``value`` on one line (JSON unless it is a string), cut to ``limit`` characters."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ⏎ ".join(part for part in text.strip().splitlines() if part.strip())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tool_line(name: str, kind: str, phase: str, tool_input: Any, output: Any, failed: bool) -> str:
+    head = f"{name} [{kind}]"
+    if phase == "started":
+        return f"⚙ {head} started {short(tool_input)}".rstrip()
+    if phase == "updated":
+        return f"⚙ {head} updated {short(output)}".rstrip()
+    if failed:
+        return f"✗ {head} failed {short(output)}".rstrip()
+    return f"✓ {head} completed {short(output)}".rstrip()
+
+
+def _paint(text: str, code: str, color: bool) -> str:
+    return f"{code}{text}{_RESET}" if color else text
+
+
+def _result_line(result: Result) -> str:
+    usage = result.usage
+    parts = [f"— {result.stop_reason or 'done'}{' (error)' if result.is_error else ''}",
+             f"in {usage.input_tokens} / out {usage.output_tokens} tokens"]
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        parts.append(f"cache read {usage.cache_read_tokens} / write {usage.cache_write_tokens}")
+    if result.cost_usd is not None:
+        parts.append(f"${result.cost_usd:.2f}")
+    if result.duration_ms is not None:
+        parts.append(f"{result.duration_ms} ms")
+    return " · ".join(parts)
