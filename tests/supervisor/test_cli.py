@@ -250,6 +250,39 @@ async def test_attach_streams_the_turn_and_detaches_on_sigint(state: Path, short
             assert (await client.get(sid)).state == "idle"  # detaching did not close it
 
 
+async def test_attach_on_a_terminal_asks_and_answers(state: Path, short_dir: Path) -> None:
+    with trio.fail_after(LIMIT):
+        sid = await _new(state, short_dir)
+        terminal, tty = os.openpty()
+        argv = [sys.executable, "-m", "supervisor.cli", "attach", sid, "--state-dir", str(state)]
+        process = await trio.lowlevel.open_process(argv, stdin=tty, stdout=subprocess.PIPE,
+                                                   stderr=subprocess.PIPE, env=_env())
+        os.close(tty)
+        try:
+            assert process.stdout is not None and process.stderr is not None
+            await _read_until(process.stderr, "Ctrl-C detaches")
+            async with open_client(state) as client:
+                await client.prompt(sid, "/ask echo hi")
+                out = await _read_until(process.stdout, "? [y/N/a(lways)] ")
+                assert 'allow bash {"command": "echo hi"}? [y/N/a(lways)] ' in out
+                os.write(terminal, b"y\n")
+                out = await _read_until(process.stdout, "— end_turn")
+                assert "permission p1: allow (by c-" in out and "✓ bash [exec] completed hi" in out
+
+                await client.prompt(sid, "/ask echo two")  # answered elsewhere: the question goes
+                await _read_until(process.stdout, "? [y/N/a(lways)] ")
+                await client.permission(sid, "p2", "deny")
+                out = await _read_until(process.stdout, "— end_turn")
+                assert f"permission p2: deny (by {client.connection_id})" in out
+            process.send_signal(signal.SIGINT)
+            assert await process.wait() == 0
+        finally:
+            os.close(terminal)
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
 async def test_start_twice_stop_twice_and_a_start_that_fails(short_dir: Path) -> None:
     root = short_dir / "state"
     with trio.fail_after(LIMIT):
