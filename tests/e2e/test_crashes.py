@@ -108,7 +108,7 @@ async def test_sigkill_of_the_daemon_loses_nothing_and_leaves_no_orphan(tmp_path
     finally:
         assert await stop_daemon(second) == 0
     strays = [p for p in psutil.process_iter(["environ"])
-              if (p.info.get("environ") or {}).get("CORRAL_STATE_DIR") == str(state)]
+              if (p.info.get("environ") or {}).get("CORRAL_STATE_DIR") == os.path.realpath(state)]
     assert strays == []
 
 

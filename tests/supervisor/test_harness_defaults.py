@@ -21,4 +21,4 @@ def test_harness_table_becomes_defaults() -> None:
 
 
 def test_every_harness_is_offered() -> None:
-    assert {"fake", "codex"} <= set(drivers(parse_config("").config))
+    assert {"fake", "claude", "codex"} <= set(drivers(parse_config("").config))
