@@ -329,7 +329,7 @@ class Client:
             await self.ws.send_message(encode(hello).decode())
             frame = decode_server_frame(await self.ws.get_message())
         except ConnectionClosed as exc:
-            raise ConnectionLost(f"the daemon closed the connection during the handshake ({exc.reason})") from None
+            raise ConnectionLost(f"the daemon closed the connection during the handshake{_why(exc)}") from None
         except msgspec.DecodeError as exc:
             raise ProtocolError(f"the daemon answered hello with garbage: {exc}") from None
         match frame:
@@ -349,7 +349,7 @@ class Client:
                 text = await self.ws.get_message()
                 self._router.route(text if isinstance(text, str) else text.decode())
         except ConnectionClosed as exc:
-            self._router.lose(ConnectionLost(f"the connection to the daemon closed ({exc.reason})"))
+            self._router.lose(ConnectionLost(f"the connection to the daemon closed{_why(exc)}"))
 
     def _unsubscribe_soon(self, session_id: str) -> None:
         if self._router.lost is not None:
@@ -410,3 +410,10 @@ def _method(message: Request) -> str:
         raise BadRequest(f"{type(message).__name__} is not a request")
     return tag
 
+
+def _why(closed: ConnectionClosed) -> str:
+    """`` (code 1008: unauthorized)`` for a close frame that says something; else nothing."""
+    reason = closed.reason
+    if reason is None or reason.code in (1000, 1005, 1006):
+        return ""
+    return f" (code {reason.code}{': ' + reason.reason if reason.reason else ''})"
