@@ -5,6 +5,9 @@ __version__ = "0.1.0"
 from .backoff import Backoff as Backoff
 from .backoff import RestartPolicy as RestartPolicy
 from .backoff import RestartTracker as RestartTracker
+from .client import Client as Client
+from .client import open_client as open_client
+from .follow import follow_session as follow_session
 from .ledger import Ledger as Ledger
 from .ledger import reconcile as reconcile
 from .mailbox import Mailbox as Mailbox

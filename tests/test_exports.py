@@ -14,7 +14,8 @@ PROTOCOL = {
 SUPERVISOR = {
     "Backoff", "RestartPolicy", "RestartTracker", "Ledger", "reconcile", "Mailbox", "Reply",
     "Child", "ExitStatus", "ProcessSpec", "open_child", "run_child", "ChildSpec", "RestartType",
-    "Strategy", "SupervisorSpec", "Supervisor", "supervise",
+    "Strategy", "SupervisorSpec", "Supervisor", "supervise", "Client", "open_client",
+    "follow_session",
 }
 
 
