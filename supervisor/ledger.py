@@ -14,7 +14,6 @@ that finds its change already on disk (written by the writer before it) returns 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -29,6 +28,7 @@ import trio
 
 from protocol.errors import StorageFailed
 from supervisor import reaper
+from supervisor.atomic import atomic_write
 from supervisor.identity import (
     StartToken,
     boot_id,
@@ -184,26 +184,9 @@ def load(path: str) -> tuple[list[LedgerRow], str | None]:
 
 def write(path: str, rows: list[LedgerRow]) -> None:
     """Replace ledger file ``path`` with ``rows``, atomically and durably; or ``StorageFailed``."""
-    directory = os.path.dirname(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            with memoryview(_encoder.encode(_LedgerFile(rows=rows))) as view:
-                while view:
-                    view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write(path, _encoder.encode(_LedgerFile(rows=rows)))
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         raise StorageFailed(f"cannot write the ledger {path}: {exc.strerror}") from exc
 
 

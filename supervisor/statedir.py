@@ -17,6 +17,8 @@ import msgspec
 
 from protocol.errors import DaemonRunning
 
+from .atomic import atomic_write
+
 DEFAULT_PORT = 7433
 
 
@@ -99,20 +101,3 @@ class StateDir:
 
     def remove_daemon_file(self) -> None:
         self.daemon_path.unlink(missing_ok=True)
-
-
-def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``data``: temp file, fsync, rename, fsync of the directory."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

@@ -8,13 +8,13 @@ Both stream the file, so neither holds more than one line (plus the memory tail)
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
+from supervisor.atomic import fsync_directory as fsync_directory
 from protocol.errors import StorageFailed
 from protocol.messages import EventFrame
 
@@ -95,15 +95,6 @@ def read_lines(path: Path, offset: int, seq: int, start: int, end: int) -> Itera
     except OSError as exc:
         raise failed(f"cannot read {path}", path, exc) from exc
     raise StorageFailed(f"{path} ends before seq {end}", data={"path": str(path)})
-
-
-def fsync_directory(directory: Path) -> None:
-    """Make a new directory entry durable (a file's own fsync does not cover its name)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def failed(message: str, path: Path, exc: OSError) -> StorageFailed:

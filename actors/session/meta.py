@@ -9,14 +9,13 @@ never a torn one. Unknown fields are ignored on read, so a newer daemon's file s
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from actors.session.logfile import failed, fsync_directory
+from actors.session.logfile import failed
+from supervisor.atomic import atomic_write
 from protocol.errors import StorageFailed
 from protocol.events import SessionState
 from protocol.messages import SessionCreate
@@ -104,24 +103,11 @@ def write_meta(directory: Path, meta: SessionMeta) -> None:
     temporary file is left behind.
     """
     path = directory / META_NAME
-    temporary = directory / _TEMPORARY_NAME
     data = msgspec.json.format(_ENCODER.encode(meta), indent=2) + b"\n"
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
-        fsync_directory(directory)
+        atomic_write(path, data)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         raise failed(f"cannot write {path}", path, exc) from exc
 
 
@@ -171,6 +157,5 @@ def list_sessions(sessions_dir: Path) -> list[tuple[Path, SessionMeta | Exceptio
     return found
 
 
-_TEMPORARY_NAME = ".meta.json.tmp"
 _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(SessionMeta)
