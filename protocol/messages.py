@@ -6,7 +6,7 @@ its id. Tags are the method names of PROTOCOL.md and never change.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 

@@ -71,7 +71,6 @@ from protocol.models import SessionInfo
 from supervisor.backoff import Backoff, GiveUp, RestartPolicy, RestartTracker
 from supervisor.mailbox import Mailbox, Reply
 from supervisor.config import ChildrenConfig, SessionsConfig
-from supervisor.ledger import Ledger
 from supervisor.process import ExitStatus, ProcessSpec, open_child
 
 __all__ = ["Session", "SessionDeps", "run_session"]

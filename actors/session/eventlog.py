@@ -48,7 +48,6 @@ import trio
 
 from actors.session.logfile import DECODER, INDEX_STEP, Scan, failed, fsync_directory, read_lines, scan
 from protocol.base import format_ts
-from protocol.errors import StorageFailed
 from protocol.events import Event, Exit, Permission, Result
 from protocol.messages import EventFrame
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import trio
 
 from .daemonproc import DaemonProc, raw_client, start_daemon, stop_daemon, wait_gone
 
