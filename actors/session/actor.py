@@ -29,6 +29,8 @@ client decision, a timeout (``timeout``), or the end of the turn/child/session
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import os
 import time
@@ -54,6 +56,7 @@ from protocol.errors import (
     LaunchFailed,
     ProtocolError,
     SessionClosed,
+    StorageFailed,
     UnknownPermission,
 )
 from protocol.events import Decision, Delivery, SessionState
@@ -74,6 +77,8 @@ from supervisor.config import ChildrenConfig, SessionsConfig
 from supervisor.process import ExitStatus, ProcessSpec, open_child
 
 __all__ = ["Session", "SessionDeps", "run_session"]
+
+log = logging.getLogger("corral.session")
 
 _LIFECYCLE: frozenset[str] = frozenset({"starting", "restarting", "closing", "closed", "failed"})
 _REQUEST_TIMEOUT = 30.0
@@ -119,6 +124,7 @@ class Session:
         self._closing = False
         self._announced_state: str | None = None
         self._first_spawn = trio.Event()
+        self.started = False
 
     # --- the API the daemon calls --------------------------------------------------------
 
@@ -180,12 +186,22 @@ class Session:
                 # is already idle when its creator hears of it.
                 await self._first_spawn.wait()
                 task_status.started(self)
+                self.started = True
                 await self._inbox_loop(nursery.cancel_scope)
+        except* StorageFailed as group:
+            # The log cannot take events (a full disk): nothing more can be promised to clients,
+            # so the session ends here; its child is closed on the way out, the daemon goes on.
+            log.error("session %s stopped: %s", self.id, group.exceptions[0])
+            self.lifecycle = "failed"
+            self.meta = msgspec.structs.replace(self.meta, state="failed", closed_reason="storage_failed")
+            with contextlib.suppress(StorageFailed):
+                write_meta(self.deps.directory, self.meta)
         finally:
             with trio.CancelScope(shield=True):
-                self._finish_if_cancelled()
+                with contextlib.suppress(StorageFailed):
+                    self._finish_if_cancelled()
+                    self.log.sync()
                 self._inbox.close()
-                self.log.sync()
                 self.closed.set()
 
     async def _inbox_loop(self, scope: trio.CancelScope) -> None:
@@ -193,6 +209,9 @@ class Session:
             async for call in self._inbox:
                 try:
                     call.reply.send(await self._handle(call.request, call.by))
+                except StorageFailed as exc:
+                    call.reply.fail(exc)
+                    raise  # the log cannot take events: the session ends (see run)
                 except CorralError as exc:
                     call.reply.fail(exc)
                 if self.state in ("closed", "failed"):

@@ -147,6 +147,11 @@ class Sessions:
         self.live[session.id] = session
         try:
             await session.run(task_status=task_status)
+        except Exception:
+            # A session is a temporary child: its crash is logged and ends it alone.
+            log.exception("session %s crashed", session.id)
+            if not session.started:
+                raise  # it never started: session.create reports the error
         finally:
             self.live.pop(session.id, None)
             session.log.close()  # still readable; an ended session holds no descriptor
