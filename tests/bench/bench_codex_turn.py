@@ -1,0 +1,191 @@
+"""What corral adds to a Codex turn: the same scripted turns driven directly and through a daemon.
+
+Run: ``python -m tests.bench.bench_codex_turn [--turns N] [--warmup W]``. Not collected by pytest.
+Needs the Codex CLI (``tests.fakes.codex_offline``); everything stays on 127.0.0.1.
+
+Two Codex children run against one fake OpenAI server (``tests.fakes.openai_server``) in a
+process of its own, scripted up front with every reply in the order the turns ask for them:
+
+* **direct**: ``codex app-server`` spawned from our launch builder and driven by the translator
+  in this process (``LiveCodex``, as in the driver's live tests): the floor any driver pays;
+* **corral**: a ``corral daemon`` process running a ``codex`` session, driven by a raw protocol
+  client over the websocket (``session.prompt``, then the session's events until ``result``).
+
+Each turn is timed from sending the prompt to receiving its ``result`` event. Two turn shapes: a
+**text** turn (one model call streaming a short answer) and a **tool** turn (a model call that
+runs a shell command in the workspace, then a second call that answers). The two paths take
+turns of the same shape alternately, so both see the same machine load and the same growth of
+the thread's history; the first ``--warmup`` turns of each shape are not counted. The server's
+request log must show exactly the scripted number of model calls. Printed per shape: median and
+p90 of each path, their differences, and the median of the paired differences (turn k through
+corral minus turn k direct, which cancels slow drifts of the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from protocol.events import Init, Result
+from protocol.models import Permissions
+from tests.actors.vendors.codex.live import LiveCodex, make_request
+from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
+from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args
+from tests.fakes.openai_server import Exec, Reply, Text
+
+MODEL = "gpt-5.5"
+SHAPES: dict[str, Callable[[int], list[Reply]]] = {
+    "text": lambda n: [Text(text=f"Answer number {n}, streamed in a few small chunks.")],
+    "tool": lambda n: [Exec(cmd=f"echo {n} > out-{n}.txt && echo wrote"), Text(text="Wrote it.")],
+}
+
+Turn = Callable[[str], Awaitable[None]]
+
+
+async def direct_turn(live: LiveCodex) -> Turn:
+    """A turn function that drives ``live`` in this process."""
+    async def turn(text: str) -> None:
+        start = len(live.events)
+        await live.call("prompt", text)
+        result = await live.wait_for(lambda e: isinstance(e, Result), start)
+        if not isinstance(result, Result) or result.is_error:
+            raise RuntimeError(f"direct turn failed: {result}")
+    return turn
+
+
+async def corral_turn(client: RawClient, sid: str) -> Turn:
+    """A turn function that prompts session ``sid`` through the daemon."""
+    async def turn(text: str) -> None:
+        await client.ok("session.prompt", session_id=sid, text=text)
+        frames = await client.events_until(
+            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
+        result = frames[-1]["event"]
+        if result["is_error"]:
+            raise RuntimeError(f"corral turn failed: {result}")
+    return turn
+
+
+async def measure(turns: dict[str, Turn], shape: str, count: int,
+                  warmup: int) -> dict[str, list[float]]:
+    """Run ``warmup + count`` turns of ``shape`` on every path, alternating; times in ms."""
+    times: dict[str, list[float]] = {name: [] for name in turns}
+    for n in range(warmup + count):
+        for name, turn in turns.items():
+            started = time.perf_counter()
+            await turn(f"{shape} turn {n}")
+            if n >= warmup:
+                times[name].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def script(paths: int, count: int, warmup: int) -> list[Reply]:
+    """Every reply, in the order ``measure`` asks for them."""
+    return [reply for shape in SHAPES for n in range(warmup + count) for _ in range(paths)
+            for reply in SHAPES[shape](n)]
+
+
+async def serve_script(replies: list[Reply], directory: Path, nursery: trio.Nursery) -> int:
+    """Start ``python -m tests.fakes.openai_server`` on ``replies``; returns its port."""
+    (directory / "script.json").write_bytes(msgspec.json.encode(replies))
+    process = await nursery.start(partial(
+        trio.run_process, [sys.executable, "-m", "tests.fakes.openai_server", "--script",
+                           str(directory / "script.json"), "--log", str(directory / "log.ndjson")],
+        stdout=subprocess.PIPE, check=False))
+    assert process.stdout is not None
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = await process.stdout.receive_some(64)
+        if not chunk:
+            raise RuntimeError("the fake OpenAI server exited before printing its port")
+        line += chunk
+    return int(line)
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def report(shape: str, times: dict[str, list[float]]) -> None:
+    direct, corral = times["direct"], times["corral"]
+    med_d, med_c = statistics.median(direct), statistics.median(corral)
+    p90_d, p90_c = _p(direct, 0.9), _p(corral, 0.9)
+    print(f"{shape:>5} turn (n={len(direct)})  direct median {med_d:7.1f} ms  p90 {p90_d:7.1f} ms"
+          f"   corral median {med_c:7.1f} ms  p90 {p90_c:7.1f} ms"
+          f"   overhead median {med_c - med_d:+6.1f} ms ({(med_c / med_d - 1) * 100:+.1f}%)"
+          f"  p90 {p90_c - p90_d:+6.1f} ms"
+          f"   paired median {statistics.median(c - d for c, d in zip(corral, direct)):+6.1f} ms")
+
+
+async def main(count: int, warmup: int) -> None:
+    binary = codex_binary()
+    if binary is None:
+        sys.exit(f"codex is not installed ({INSTALL_HINT})")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        direct_dir, corral_dir = tmp / "direct", tmp / "corral"
+        direct_dir.mkdir()
+        corral_dir.mkdir()
+        replies = script(2, count, warmup)
+        async with trio.open_nursery() as nursery:
+            port = await serve_script(replies, tmp, nursery)
+            live = LiveCodex(make_request(direct_dir, port, binary,
+                                          permissions=Permissions(mode="ask")),
+                             stderr_path=direct_dir / "stderr.txt")
+            await nursery.start(live.run)
+            await live.wait_for(lambda e: isinstance(e, Init))
+            daemon = await start_daemon(corral_dir / "state")
+            try:
+                async with raw_client(daemon) as client:
+                    sid = await _create(client, corral_dir, port, binary)
+                    turns = {"direct": await direct_turn(live),
+                             "corral": await corral_turn(client, sid)}
+                    print(f"codex {binary}; {count} counted turns per shape after {warmup} warm-up")
+                    for shape in SHAPES:
+                        report(shape, await measure(turns, shape, count, warmup))
+                    await client.ok("session.close", session_id=sid)
+            finally:
+                await stop_daemon(daemon)
+                await live.close()
+            nursery.cancel_scope.cancel()
+        calls = [line for line in (tmp / "log.ndjson").read_text().splitlines()
+                 if '"/v1/responses"' in line]
+        if len(calls) != len(replies):
+            raise RuntimeError(f"{len(calls)} model calls, {len(replies)} scripted")
+
+
+async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
+    """A subscribed Codex session set up like ``make_request`` sets up the direct one."""
+    for name in ("work", "home", "codex_home"):
+        (root / name).mkdir(exist_ok=True)
+    params: dict[str, Any] = {
+        "harness": "codex", "cwd": str(root / "work"), "model": MODEL,
+        "options": {"binary": binary, "home": str(root / "codex_home"),
+                    "extra_args": offline_args(port)},
+        "env": {KEY_ENV: "sk-test-fake", "HOME": str(root / "home")},
+        "permissions": {"mode": "ask"},
+    }
+    sid = str((await client.ok("session.create", **params))["session"]["id"])
+    await client.ok("session.subscribe", session_id=sid)
+    await client.events_until(sid, lambda f: f.get("type") == "event"
+                              and f["event"]["type"] == "init", 60)
+    return sid
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=20, help="counted turns per shape and path")
+    parser.add_argument("--warmup", type=int, default=2, help="uncounted turns per shape first")
+    args = parser.parse_args()
+    trio.run(main, args.turns, args.warmup)
