@@ -27,15 +27,16 @@ counts cached input inside input, so ``input_tokens`` here excludes ``cache_read
 Text streams as ``assistant``/``thought`` deltas, then the whole message (``delta: false``) when
 its item completes. Approvals arrive as server→client requests (commands, file changes, extra
 permissions, and MCP tool calls as elicitations; see ``approvals``); each becomes ``permission``
-whose ``permission_id`` is Codex's own id for the approval (item or approval id, not the
-JSON-RPC id, which restarts from 0 in every process; repeats get ``#2``, ``#3``, …), and
-``decide`` answers it (allow →
-``accept``, allow_always → ``acceptForSession``, deny → ``decline``). Server requests we do not
-serve get a JSON-RPC error at once (other elicitations are declined), so Codex never waits on
-us. ``goodbye`` cancels open approvals and interrupts the running turn. Errors in results of
-our requests become ``error`` events (a failed ``turn/start`` also ends the turn with an error
-``result``; a failed resume falls back to a new thread; a steer that lost the race with the end
-of its turn starts a new turn instead).
+whose ``permission_id`` is Codex's own id for the approval (item or approval id, not the JSON-RPC
+id, which restarts from 0 in every process; repeats get ``#2``, ``#3``, …), and ``decide``
+answers it (allow → ``accept``, allow_always → ``acceptForSession``, deny → ``decline``). Server
+requests we do not serve get a JSON-RPC error at once (other elicitations are declined), so
+Codex never waits on us. ``interrupt`` and ``goodbye`` withdraw open approvals (answered
+``cancel``: the session has reported them cancelled, so Codex's later ``serverRequest/resolved``
+adds nothing) and interrupt the running turn. Errors in results of our requests become ``error``
+events (a failed ``turn/start`` also ends the turn with an error ``result``; a failed resume
+falls back to a new thread; a steer that lost the race with the end of its turn starts a new
+turn instead).
 
 The request params live in ``params`` (policy mapping), the turn accounting in ``accounting``.
 """
@@ -135,11 +136,16 @@ class CodexTranslator:
                                           "expectedTurnId": self._turn_id}, text)]
 
     def interrupt(self, now: float) -> list[Output]:
-        """``turn/interrupt`` for the running turn (deferred while its id is unknown)."""
+        """Withdraw open approvals (the session reports them cancelled) and ``turn/interrupt``
+        the running turn (deferred while its id is unknown)."""
+        out: list[Output] = [Send(data=jsonrpc.response(a.request_id, cancel_result(a)))
+                             for a in self._approvals.values()]
+        self._approvals.clear()
         if self._turn_id is not None:
-            return [self._interrupt_turn()]
-        self._interrupt_wanted = self._turn_pending
-        return []
+            out.append(self._interrupt_turn())
+        else:
+            self._interrupt_wanted = self._turn_pending
+        return out
 
     def set_model(self, model: str, now: float) -> list[Output]:
         """Use ``model`` from the next turn on."""
@@ -155,13 +161,8 @@ class CodexTranslator:
         return [Send(data=jsonrpc.response(approval.request_id, result))]
 
     def goodbye(self, now: float) -> list[Output]:
-        """Cancel open approvals and interrupt the running turn before stdin closes."""
-        out: list[Output] = [Send(data=jsonrpc.response(a.request_id, cancel_result(a)))
-                             for a in self._approvals.values()]
-        self._approvals.clear()
-        if self._turn_id is not None:
-            out.append(self._interrupt_turn())
-        return out
+        """Before stdin closes: withdraw open approvals and interrupt, as ``interrupt`` does."""
+        return self.interrupt(now)
 
     def _call(self, method: str, params: Any, text: str | None = None) -> Send:
         request_id = next(self._ids)

@@ -158,3 +158,18 @@ def test_legacy_approvals_use_the_call_id() -> None:
     assert ask.permission_id == "legacy-1"
     assert sends(t.decide("legacy-1", "allow", 0.0)) == [
         {"id": 9, "result": {"decision": "approved"}}]
+
+
+def test_interrupt_withdraws_open_approvals_so_codex_clearing_them_adds_nothing() -> None:
+    # The session reports open permissions cancelled when it interrupts; Codex's later
+    # serverRequest/resolved must not produce a second permission_decided.
+    t = ready()
+    turn(t, "t1")
+    t.receive(_command(0, "call_i"), 0.0)
+    cancel, interrupt = sends(t.interrupt(0.0))
+    assert cancel == {"id": 0, "result": {"decision": "cancel"}}
+    assert interrupt["method"] == "turn/interrupt"
+    out = t.receive(frame({"method": "serverRequest/resolved", "params": {"requestId": 0}}), 0.0)
+    assert out == []
+    with pytest.raises(UnknownPermission):
+        t.decide("call_i", "allow", 0.0)
