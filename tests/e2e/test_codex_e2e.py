@@ -357,3 +357,22 @@ def _marked(state: Path) -> list[int]:
                     reason="not inside .ci/vendor-netns")
 def test_the_namespace_has_loopback_only() -> None:
     assert [name for _, name in socket.if_nameindex()] == ["lo"]
+
+
+async def test_interrupt_with_an_open_approval_decides_it_once(tmp_path: Path) -> None:
+    server = FakeOpenAI([Exec(cmd="touch never.txt", sandbox_permissions="require_escalated",
+                              justification="may I?"), Text(text="Later.")])
+    with trio.fail_after(TIMEOUT):
+        async with codex_session(tmp_path, server) as rig:
+            assert await rig.prompt("touch never.txt") == "prompted"
+            ask = (await rig.until(is_kind("permission")))[-1]
+            await rig.client.ok("session.interrupt", session_id=rig.sid)
+            events = await rig.until(is_kind("result"))
+            events += await rig.until(is_kind("status", state="idle"))
+            assert of(events, "permission_decided") == [
+                {"type": "permission_decided", "permission_id": ask["permission_id"],
+                 "decision": "cancelled", "by": "session"}]
+            assert of(events, "result")[0]["stop_reason"] == "interrupted"
+            events = await rig.turn("again")
+            assert of(events, "permission_decided") == []
+    assert not (tmp_path / "work" / "never.txt").exists()
