@@ -432,6 +432,13 @@ class Session:
                 self._emit(event)
                 self.turn_started_at = None
                 await self._release_held()
+            case ev.PermissionDecided(permission_id=pid):
+                # The harness withdrew an open request itself: reported once; repeats and
+                # requests the session already decided are dropped.
+                if self.open_permissions.pop(pid, None) is not None:
+                    self.permission_deadlines.pop(pid, None)
+                    self.decided.add(pid)
+                    self._emit(event)
             case ev.Init(vendor_session_id=vid) if vid and vid != self.meta.vendor_session_id:
                 self._emit(event)
                 self._save_meta(vendor_session_id=vid)
