@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
+
 from actors.harness import HarnessRequest, Launch
 from actors.vendors.claude.detect import FEATURES, HARNESS, Detector
 from actors.vendors.claude.launch import build_launch
@@ -19,6 +21,12 @@ class ClaudeDriver:
     ``binary`` is what detection probes (sessions pick theirs with ``options.binary``);
     ``detect_ttl`` bounds how long a detection verdict is reused; ``new_uuid`` pins the uuids
     of user lines (tests).
+
+    The one piece of state: the conversations a session asked to resume that Claude said it
+    does not have (its child was killed before Claude wrote the transcript). The session keeps
+    asking for the same id on every restart; ``launch`` drops ``--resume`` for those, so the
+    restart starts a new conversation (whose id the session then learns) instead of failing
+    again until the restart intensity gives up.
     """
 
     name: str = HARNESS
@@ -28,12 +36,22 @@ class ClaudeDriver:
                  new_uuid: Callable[[], str] | None = None) -> None:
         self.detector = Detector(binary, ttl=detect_ttl)
         self._new_uuid = new_uuid
+        self._missing: set[tuple[str, str]] = set()
 
     def launch(self, request: HarnessRequest) -> Launch:
-        return build_launch(request)
+        return build_launch(self._afresh(request))
 
     def translator(self, request: HarnessRequest) -> ClaudeTranslator:
-        return ClaudeTranslator(request, new_uuid=self._new_uuid)
+        request = self._afresh(request)
+        session_id = request.session_id
+        return ClaudeTranslator(request, new_uuid=self._new_uuid,
+                                on_missing=lambda missing: self._missing.add((session_id, missing)))
+
+    def _afresh(self, request: HarnessRequest) -> HarnessRequest:
+        """``request`` without a resume target Claude already said it does not have."""
+        if request.resume is not None and (request.session_id, request.resume) in self._missing:
+            return msgspec.structs.replace(request, resume=None)
+        return request
 
     async def detect(self) -> Detection:
         return await self.detector.detect()

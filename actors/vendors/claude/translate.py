@@ -26,6 +26,11 @@ Theory of operation (facts checked against Claude Code 2.1.197):
   merged into the next one: the session sees one turn that ends when every steer was handled.
   A steer is waited for across one result at most, so a CLI that never replays cannot wedge
   the session.
+* **A resume target Claude does not have.** ``--resume=ID`` of a conversation whose transcript
+  was never written (Claude writes it some 50 ms after the fact, so a child killed early in its
+  first turn leaves none) makes the CLI print an error ``result`` and exit before any turn. That
+  becomes a classified ``Error`` (``claude.unknown.session_not_found``) and no ``Result``, and
+  ``on_missing(ID)`` tells the driver, whose next launch for the session starts afresh.
 * **Results.** Usage is per turn; ``total_cost_usd`` is cumulative per process, so the cost of a
   turn is the difference. An interrupt we asked for ends with ``stop_reason="interrupted"`` and
   no error; an error-shaped result (API errors arrive as ``subtype:"success"`` with
@@ -62,6 +67,7 @@ from protocol.events import (
 __all__ = ["ClaudeTranslator", "DENY_MESSAGE", "PERMISSION_OPTIONS"]
 
 PERMISSION_OPTIONS = ["allow", "deny", "allow_always"]
+_NOT_FOUND = "claude.unknown.session_not_found"
 DENY_MESSAGE = "The user denied this tool call."
 """What the model reads as the tool's error when a permission is denied."""
 
@@ -84,10 +90,14 @@ class _Pending(msgspec.Struct, frozen=True):
 
 
 class ClaudeTranslator:
-    """One Claude Code child's protocol state. ``new_uuid`` makes user-line uuids (tests pin it)."""
+    """One Claude Code child's protocol state. ``new_uuid`` makes user-line uuids (tests pin it);
+    ``on_missing`` hears the id of a resumed conversation the CLI says it does not have."""
 
-    def __init__(self, request: HarnessRequest, *, new_uuid: Callable[[], str] | None = None) -> None:
+    def __init__(self, request: HarnessRequest, *, new_uuid: Callable[[], str] | None = None,
+                 on_missing: Callable[[str], None] | None = None) -> None:
         self._new_uuid = new_uuid or (lambda: str(uuid.uuid4()))
+        self._on_missing = on_missing or (lambda session_id: None)
+        self._resume = request.resume
         self._ready = False
         self._session_id: str | None = request.resume
         self._init: Init | None = None
@@ -304,6 +314,10 @@ class ClaudeTranslator:
         result, error = build_result(frame, interrupting=self._interrupting, error_tag=self._error_tag,
                                      cost=self._cost.turn_cost(frame.total_cost_usd))
         out: list[Output] = [error] if error is not None else []
+        if error is not None and error.code == _NOT_FOUND and self._resume and not self._turn:
+            self._on_missing(self._resume)  # the CLI exits now; no turn ran, so no Result
+            self._session_id = None
+            return out
         if self._held is not None:
             result = merge(self._held, result)
             self._held = None
