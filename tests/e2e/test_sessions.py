@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import sys
 from pathlib import Path
@@ -186,3 +187,35 @@ async def test_a_second_daemon_on_the_same_state_dir_is_refused(daemon: DaemonPr
     message = second.stderr.decode().strip()
     assert str(daemon.info["pid"]) in message and "Traceback" not in message
     assert json.loads((daemon.state_dir / "daemon.json").read_text()) == daemon.info
+
+
+async def test_set_model_reaches_the_harness_and_survives_a_restart(daemon: DaemonProc, tmp_path: Path) -> None:
+    async with raw_client(daemon) as client:
+        sid = (await client.ok("session.create", harness="fake", cwd=str(tmp_path),
+                               model="small"))["session"]["id"]
+        await client.ok("session.subscribe", session_id=sid)
+        first = await client.events_until(sid, lambda f: _kind(f) == "init")
+        assert first[-1]["event"]["model"] == "small"
+        assert await client.ok("session.set_model", session_id=sid, model="large") == {}
+        assert (await client.ok("session.get", session_id=sid))["session"]["model"] == "large"
+        await client.ok("session.prompt", session_id=sid, text="/crash")
+        again = await client.events_until(sid, lambda f: _kind(f) == "init")
+        assert again[-1]["event"]["model"] == "large"
+
+
+async def test_a_second_signal_kills_children_at_once(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[sessions]\nclose_timeout = 120.0\n")
+    daemon = await start_daemon(tmp_path / "state", config=str(config))
+    async with raw_client(daemon) as client:
+        stubborn = "trap '' TERM; exec 0<&-; while :; do sleep 1; done"
+        info = (await client.ok("session.create", harness="fake", cwd=str(tmp_path),
+                                options={"script": stubborn}))["session"]
+    daemon.process.send_signal(signal.SIGTERM)
+    with trio.fail_after(20):
+        while (daemon.state_dir / "daemon.json").exists():  # the graceful shutdown has begun
+            await trio.sleep(0.05)
+    daemon.process.send_signal(signal.SIGTERM)
+    with trio.fail_after(20):
+        await daemon.process.wait()
+    assert wait_gone([info["pid"]], timeout=5) == []
