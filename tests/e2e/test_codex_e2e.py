@@ -1,16 +1,18 @@
 """The real Codex CLI through a real daemon, offline: every scenario a client relies on.
 
-A daemon process (``start_daemon``) runs ``codex app-server`` sessions whose model provider is
-the fake OpenAI server of this test process (``tests.fakes.openai_server`` on 127.0.0.1); the
-raw protocol client checks the normalized events every subscriber sees. Covered: a shell tool
-call that creates a file, approvals answered allow and deny by a second client, an interrupt
-during a stalled turn, a steer that reaches the next model request, a held prompt and three turns
-on one process, SIGKILL of the Codex child followed by a restart that resumes the thread (the
-next model request carries the earlier turns, and approval ids stay unique), and a graceful
-close that leaves no process behind (nor does the daemon when it stops after any test).
+A daemon process (``vendor_rig.daemon_session``) runs ``codex app-server`` sessions whose model
+provider is the fake OpenAI server of this test process (``tests.fakes.openai_server`` on
+127.0.0.1); the raw protocol client checks the normalized events every subscriber sees. Covered:
+a shell tool call that creates a file, approvals answered allow and deny by a second client, an
+interrupt during a stalled turn, a steer that reaches the next model request, a held prompt and
+three turns on one process, SIGKILL of the Codex child followed by a restart that resumes the
+thread (the next model request carries the earlier turns, and approval ids stay unique), and a
+graceful close that leaves no process behind (nor does the daemon when it stops after any test).
 
-Run inside ``.ci/vendor-netns`` (a loopback-only network namespace), the last test checks that
-loopback is the only interface. Skipped when no Codex binary is installed, unless ``CI`` is set (then missing Codex fails).
+Also: interrupting a turn with an open approval decides it exactly once. Run inside
+``.ci/vendor-netns`` (a loopback-only network namespace), the last test checks that loopback is
+the only interface. Skipped when no Codex binary is installed, unless ``CI`` is set (then a
+missing Codex fails).
 """
 
 from __future__ import annotations
@@ -18,20 +20,19 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import trio
 
 from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args
 from tests.fakes.openai_server import Exec, FakeOpenAI, Recorded, Stall, Text
 
-from .daemonproc import DaemonProc, RawClient, raw_client, start_daemon, stop_daemon, wait_gone
+from .daemonproc import raw_client, wait_gone
+from .vendor_rig import Rig, cmdline, daemon_session, family, is_kind, marked, of
 
 BINARY = codex_binary()
 pytestmark = [pytest.mark.vendor, pytest.mark.skipif(
@@ -39,51 +40,6 @@ pytestmark = [pytest.mark.vendor, pytest.mark.skipif(
 
 TIMEOUT = 120
 MODEL = "gpt-5.5"
-
-Frame = dict[str, Any]
-
-
-@dataclass
-class Rig:
-    """A daemon, the fake model server, one subscribed client and one Codex session."""
-
-    daemon: DaemonProc
-    server: FakeOpenAI
-    client: RawClient
-    sid: str
-    work: Path
-    init: Frame
-
-    async def prompt(self, text: str, client: RawClient | None = None) -> str:
-        """``session.prompt``; returns the delivery."""
-        result = await (client or self.client).ok("session.prompt", session_id=self.sid, text=text)
-        return str(result["delivery"])
-
-    async def until(self, predicate: Callable[[Frame], bool],
-                    client: RawClient | None = None) -> list[Frame]:
-        """This session's events (the ``event`` objects) up to the first matching one."""
-        frames = await (client or self.client).events_until(
-            self.sid, lambda f: f["type"] == "event" and predicate(f["event"]), timeout=TIMEOUT)
-        return [f["event"] for f in frames if f["type"] == "event"]
-
-    async def turn(self, text: str) -> list[Frame]:
-        """Prompt (it must start a turn) and return the events up to its ``result``."""
-        assert await self.prompt(text) == "prompted"
-        return await self.until(is_kind("result"))
-
-    async def pid(self) -> int:
-        pid = (await self.client.ok("session.get", session_id=self.sid))["session"]["pid"]
-        assert isinstance(pid, int)
-        return pid
-
-
-def is_kind(kind: str, **fields: Any) -> Callable[[Frame], bool]:
-    """A predicate on an event: its type is ``kind`` and it has every one of ``fields``."""
-    return lambda e: e["type"] == kind and all(e.get(k) == v for k, v in fields.items())
-
-
-def of(events: list[Frame], kind: str) -> list[Frame]:
-    return [e for e in events if e["type"] == kind]
 
 
 def user_texts(request: Recorded) -> list[str]:
@@ -117,31 +73,14 @@ def create_params(tmp: Path, port: int, **extra: Any) -> dict[str, Any]:
 
 @asynccontextmanager
 async def codex_session(tmp: Path, server: FakeOpenAI, **extra: Any) -> AsyncIterator[Rig]:
-    """A daemon with one subscribed Codex session whose thread is open; everything stopped after."""
-    state = tmp / "state"
+    """A daemon with one subscribed Codex session whose thread is open (``init`` seen); the fake
+    model server runs in this process. The daemon is stopped after, leaving no marked process."""
     async with trio.open_nursery() as nursery:
         port = await nursery.start(server.serve)
-        daemon = await start_daemon(state)
-        passed = False
-        try:
-            async with raw_client(daemon) as client:
-                created = await client.ok("session.create", **create_params(tmp, port, **extra))
-                sid = created["session"]["id"]
-                await client.ok("session.subscribe", session_id=sid)
-                rig = Rig(daemon, server, client, sid, tmp / "work", {})
-                rig.init = (await rig.until(is_kind("init")))[-1]
-                yield rig
-            passed = True
-        except BaseException:
-            print((state / "test-daemon.out").read_text(errors="replace")[-6000:])
-            raise
-        finally:
-            with trio.CancelScope(shield=True):
-                code = await stop_daemon(daemon)
-            nursery.cancel_scope.cancel()
-        assert code == 0
-        if passed:  # the daemon left nothing behind either
-            assert wait_gone(_marked(state)) == []
+        async with daemon_session(tmp / "state", create_params(tmp, port, **extra),
+                                  timeout=TIMEOUT, ready=is_kind("init")) as rig:
+            yield rig
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_shell_tool_call_creates_the_file(tmp_path: Path) -> None:
@@ -185,14 +124,15 @@ async def test_approvals_are_answered_by_a_second_client(tmp_path: Path) -> None
                 other_id = other.frames[0]["connection_id"]
                 await other.ok("session.subscribe", session_id=rig.sid)
                 asked: list[str] = []
-                for text, decision in (("touch allowed.txt", "allow"), ("touch denied.txt", "deny")):
+                for text, decision in (("touch allowed.txt", "allow"),
+                                       ("touch denied.txt", "deny")):
                     assert await rig.prompt(text) == "prompted"
                     ask = (await rig.until(is_kind("permission")))[-1]
                     assert (await rig.until(is_kind("permission"), other))[-1] == ask
                     assert (ask["tool"], ask["kind"]) == ("shell", "exec")
                     assert text in ask["input"]["command"]
                     asked.append(ask["permission_id"])
-                    state = (await rig.client.ok("session.get", session_id=rig.sid))["session"]
+                    state = await rig.info()
                     assert state["state"] == "waiting"
                     await other.ok("session.permission", session_id=rig.sid,
                                    permission_id=ask["permission_id"], decision=decision)
@@ -242,7 +182,8 @@ async def test_a_steer_reaches_the_next_model_request(tmp_path: Path) -> None:
                 {"type": "user", "text": "mention pears", "delivery": "steered"}]
             assert user_texts(server.responses()[1])[-2:] == ["start", "mention pears"]
             assert of(events, "result")[0]["stop_reason"] == "end_turn"
-            assert [e["text"] for e in of(events, "assistant") if not e["delta"]][-1] == "With pears."
+            answers = [e["text"] for e in of(events, "assistant") if not e["delta"]]
+            assert answers[-1] == "With pears."
 
 
 async def test_a_held_prompt_and_three_turns_on_one_process(tmp_path: Path) -> None:
@@ -259,7 +200,7 @@ async def test_a_held_prompt_and_three_turns_on_one_process(tmp_path: Path) -> N
                                                "delivery": "prompted"}]
                 assert of(events, "result")[0]["stop_reason"] == "end_turn"
                 assert await rig.pid() == pid
-            info = (await rig.client.ok("session.get", session_id=rig.sid))["session"]
+            info = await rig.info()
             assert (info["restarts"], info["state"]) == (0, "idle")
     requests = server.responses()
     assert len(requests) == 3
@@ -275,13 +216,15 @@ async def test_sigkill_of_codex_restarts_it_and_resumes_the_thread(tmp_path: Pat
     ])
     with trio.fail_after(TIMEOUT):
         async with codex_session(tmp_path, server) as rig:
+            thread = (await rig.info())["vendor_session_id"]
+            assert thread
             assert await rig.prompt("remember apricot") == "prompted"
             first_ask = (await rig.until(is_kind("permission")))[-1]
             await rig.client.ok("session.permission", session_id=rig.sid,
                                 permission_id=first_ask["permission_id"], decision="allow")
             await rig.until(is_kind("result"))
             old = await rig.pid()
-            family = [old, *(p.pid for p in psutil.Process(old).children(recursive=True))]
+            before = family(old)
             os.kill(old, signal.SIGKILL)
             events = await rig.until(is_kind("init"))
             kinds = [e["type"] for e in events]
@@ -289,8 +232,8 @@ async def test_sigkill_of_codex_restarts_it_and_resumes_the_thread(tmp_path: Pat
             assert (exit_event["reason"], exit_event["signal"]) == ("crashed", "SIGKILL")
             assert of(events, "restarted")[0]["attempt"] == 1
             assert kinds.index("exit") < kinds.index("restarted") < kinds.index("init")
-            assert of(events, "init")[0]["vendor_session_id"] == rig.init["vendor_session_id"]
-            assert wait_gone(family) == []
+            assert of(events, "init")[0]["vendor_session_id"] == thread
+            assert wait_gone(before) == []
             new = await rig.pid()
             assert new != old
 
@@ -302,9 +245,10 @@ async def test_sigkill_of_codex_restarts_it_and_resumes_the_thread(tmp_path: Pat
             events = await rig.until(is_kind("result"))
             assert of(events, "result")[0]["stop_reason"] == "end_turn"
             assert [e["text"] for e in of(events, "assistant") if not e["delta"]] == ["Apricot."]
-            info = (await rig.client.ok("session.get", session_id=rig.sid))["session"]
+            info = await rig.info()
             assert (info["restarts"], info["pid"]) == (1, new)
-    assert (tmp_path / "work" / "first.txt").exists() and (tmp_path / "work" / "second.txt").exists()
+    assert (tmp_path / "work" / "first.txt").exists()
+    assert (tmp_path / "work" / "second.txt").exists()
     resumed = server.responses()[2]
     assert user_texts(resumed)[-2:] == ["remember apricot", "which word?"]
     assert any(item.get("type") == "message" and item["role"] == "assistant"
@@ -320,43 +264,17 @@ async def test_close_leaves_no_process(tmp_path: Path) -> None:
             assert await rig.prompt("sleep in the background") == "prompted"
             await server.wait_for(lambda: server.stalled == 1)
             pid = await rig.pid()
-            family = [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
-            assert any("sleep" in _cmdline(p) for p in family)
-            assert pid in _marked(state)
+            before = family(pid)
+            assert any("sleep" in cmdline(p) for p in before)
+            assert pid in marked(state)
             await rig.client.ok("session.close", session_id=rig.sid)
             events = await rig.until(is_kind("exit"))
             assert of(events, "exit")[0]["reason"] == "closed"
-            assert of(events, "result") == [] or of(events, "result")[0]["stop_reason"] == "interrupted"
-            info = (await rig.client.ok("session.get", session_id=rig.sid))["session"]
+            assert [r["stop_reason"] for r in of(events, "result")] in ([], ["interrupted"])
+            info = await rig.info()
             assert (info["state"], info["pid"]) == ("closed", None)
-            assert wait_gone(family) == []
-            assert _marked(state) == []
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return " ".join(psutil.Process(pid).cmdline())
-    except psutil.NoSuchProcess:
-        return ""
-
-
-def _marked(state: Path) -> list[int]:
-    """Live processes whose environment carries the marker of the daemon on ``state`` (every
-    child gets ``CORRAL_STATE_DIR`` = the real path of the state directory; descendants inherit)."""
-    marker = os.path.realpath(state)
-    found = []
-    for proc in psutil.process_iter(["environ", "status"]):
-        if proc.info.get("status") == psutil.STATUS_ZOMBIE:
-            continue
-        if (proc.info.get("environ") or {}).get("CORRAL_STATE_DIR") == marker:
-            found.append(proc.pid)
-    return found
-
-
-@pytest.mark.skipif(os.environ.get("CORRAL_NETNS") != "loopback",
-                    reason="not inside .ci/vendor-netns")
-def test_the_namespace_has_loopback_only() -> None:
-    assert [name for _, name in socket.if_nameindex()] == ["lo"]
+            assert wait_gone(before) == []
+            assert marked(state) == []
 
 
 async def test_interrupt_with_an_open_approval_decides_it_once(tmp_path: Path) -> None:
@@ -376,3 +294,9 @@ async def test_interrupt_with_an_open_approval_decides_it_once(tmp_path: Path) -
             events = await rig.turn("again")
             assert of(events, "permission_decided") == []
     assert not (tmp_path / "work" / "never.txt").exists()
+
+
+@pytest.mark.skipif(os.environ.get("CORRAL_NETNS") != "loopback",
+                    reason="not inside .ci/vendor-netns")
+def test_the_namespace_has_loopback_only() -> None:
+    assert [name for _, name in socket.if_nameindex()] == ["lo"]
