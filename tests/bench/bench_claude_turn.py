@@ -1,0 +1,204 @@
+"""What corral adds to a Claude Code turn: the same scripted turns driven directly and through a daemon.
+
+Run: ``python -m tests.bench.bench_claude_turn [--turns N] [--warmup W]``. Not collected by pytest.
+Needs the Claude Code CLI (``tests.fakes.claude_offline``); everything stays on 127.0.0.1.
+
+Two Claude children run against one fake Anthropic server (``tests.fakes.anthropic_server``) in
+a process of its own, scripted up front with every reply in the order the turns ask for them:
+
+* **direct**: ``claude`` spawned from our launch builder and driven by the translator in this
+  process (``LiveClaude``, as in the driver's live tests): the floor any driver pays;
+* **corral**: a ``corral daemon`` process running a ``claude`` session, driven by a raw protocol
+  client over the websocket (``session.prompt``, then the session's events until ``result``).
+
+Each turn is timed from sending the prompt to receiving its ``result`` event. Two turn shapes: a
+**text** turn (one model call streaming a short answer) and a **tool** turn (a model call that
+runs a Bash command writing a file in the workspace, then a second call that answers). Both
+sessions run with ``permissions: auto`` (Claude's ``bypassPermissions``), so no permission is
+asked on either path. The two paths take turns of the same shape alternately (which goes first
+flips every round), so both see the same machine load and the same growth of the conversation;
+the first ``--warmup`` turns of each shape are not counted. The server's request log must show
+exactly the scripted number of model calls, and every tool turn must have written its file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from protocol.events import Result
+from protocol.models import Permissions
+from tests.actors.vendors.claude.live import LiveClaude, make_request
+from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
+from tests.fakes.anthropic_script import Reply, bash, text
+from tests.fakes.claude_offline import INSTALL_HINT, claude_binary, offline_env
+
+SHAPES: dict[str, Callable[[int], list[Reply]]] = {
+    "text": lambda n: [text(f"Answer number {n}, streamed in a few small chunks.")],
+    "tool": lambda n: [bash(f"echo {n} > out-{n}.txt"), text("Wrote it.")],
+}
+PATHS = ("direct", "corral")
+
+Turn = Callable[[str], Awaitable[None]]
+
+
+def direct_turn(live: LiveClaude) -> Turn:
+    """A turn function that drives ``live`` in this process."""
+    async def turn(prompt: str) -> None:
+        start = len(live.events)
+        await live.call("prompt", text=prompt)
+        result = await live.wait_for(lambda e: isinstance(e, Result), start)
+        if not isinstance(result, Result) or result.is_error:
+            raise RuntimeError(f"direct turn failed: {result}")
+    return turn
+
+
+def corral_turn(client: RawClient, sid: str) -> Turn:
+    """A turn function that prompts session ``sid`` through the daemon."""
+    async def turn(prompt: str) -> None:
+        delivery = (await client.ok("session.prompt", session_id=sid, text=prompt))["delivery"]
+        if delivery != "prompted":
+            raise RuntimeError(f"corral turn was {delivery}, not prompted")
+        frames = await client.events_until(
+            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
+        result = frames[-1]["event"]
+        if result["is_error"]:
+            raise RuntimeError(f"corral turn failed: {result}")
+    return turn
+
+
+async def measure(turns: dict[str, Turn], shape: str, count: int, warmup: int) -> dict[str, list[float]]:
+    """Run ``warmup + count`` turns of ``shape`` on every path, alternating; times in ms.
+
+    The order flips every round, so neither path always runs in the wake of the other (Claude
+    writes its transcript some 50 ms after a turn ends).
+    """
+    times: dict[str, list[float]] = {name: [] for name in turns}
+    for n in range(warmup + count):
+        for name, turn in sorted(turns.items(), reverse=n % 2 == 1):
+            started = time.perf_counter()
+            await turn(f"{shape} turn {n}")
+            if n >= warmup:
+                times[name].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def script(count: int, warmup: int) -> list[Reply]:
+    """Every reply, in the order ``measure`` asks for them (both paths get the same replies)."""
+    return [reply for shape in SHAPES for n in range(warmup + count) for _ in PATHS
+            for reply in SHAPES[shape](n)]
+
+
+async def serve_script(replies: list[Reply], directory: Path, nursery: trio.Nursery) -> int:
+    """Start ``python -m tests.fakes.anthropic_server`` on ``replies``; returns its port.
+
+    The server writes every model request it gets to ``directory/requests.ndjson``.
+    """
+    (directory / "script.json").write_bytes(msgspec.json.encode(replies))
+    requests = open(directory / "requests.ndjson", "wb")
+    process = await nursery.start(partial(
+        trio.run_process, [sys.executable, "-m", "tests.fakes.anthropic_server", "--script",
+                           str(directory / "script.json")],
+        stdout=subprocess.PIPE, stderr=requests, check=False))
+    requests.close()
+    assert process.stdout is not None
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = await process.stdout.receive_some(64)
+        if not chunk:
+            raise RuntimeError("the fake Anthropic server exited before printing its port")
+        line += chunk
+    return int(line.split()[1])
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def report(shape: str, times: dict[str, list[float]]) -> None:
+    """One line per shape: each path's median and p90, and what corral adds."""
+    direct, corral = times["direct"], times["corral"]
+    med_d, med_c = statistics.median(direct), statistics.median(corral)
+    p90_d, p90_c = _p(direct, 0.9), _p(corral, 0.9)
+    paired = statistics.median(c - d for c, d in zip(corral, direct))
+    print(f"{shape:>5} turn (n={len(direct)})  direct median {med_d:7.1f} ms  p90 {p90_d:7.1f} ms"
+          f"   corral median {med_c:7.1f} ms  p90 {p90_c:7.1f} ms"
+          f"   overhead median {med_c - med_d:+6.1f} ms ({(med_c / med_d - 1) * 100:+.1f}%)"
+          f"  p90 {p90_c - p90_d:+6.1f} ms   paired median {paired:+6.1f} ms")
+
+
+async def main(count: int, warmup: int) -> None:
+    binary = claude_binary()
+    if binary is None:
+        sys.exit(f"Claude Code is not installed ({INSTALL_HINT})")
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        direct_dir, corral_dir = tmp / "direct", tmp / "corral"
+        direct_dir.mkdir()
+        corral_dir.mkdir()
+        replies = script(count, warmup)
+        async with trio.open_nursery() as nursery:
+            port = await serve_script(replies, tmp, nursery)
+            live = LiveClaude(make_request(direct_dir, port, binary, permissions=Permissions(mode="auto")),
+                              stderr_path=direct_dir / "stderr.txt")
+            await nursery.start(live.run)
+            await live.wait_ready()
+            daemon = await start_daemon(corral_dir / "state")
+            try:
+                async with raw_client(daemon) as client:
+                    sid = await _create(client, corral_dir, port, binary)
+                    turns = {"direct": direct_turn(live), "corral": corral_turn(client, sid)}
+                    print(f"claude {version} ({binary}); {count} counted turns per shape and path "
+                          f"after {warmup} warm-up")
+                    for shape in SHAPES:
+                        report(shape, await measure(turns, shape, count, warmup))
+                    await client.ok("session.close", session_id=sid)
+            finally:
+                await stop_daemon(daemon)
+                await live.close()
+            nursery.cancel_scope.cancel()
+        calls = (tmp / "requests.ndjson").read_text().splitlines()
+        if len(calls) != len(replies):
+            raise RuntimeError(f"{len(calls)} model calls, {len(replies)} scripted")
+        for root in (direct_dir, corral_dir):
+            written = sorted((root / "work").glob("out-*.txt"))
+            if len(written) != warmup + count:
+                raise RuntimeError(f"{len(written)} tool turns wrote their file in {root}")
+
+
+async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
+    """A subscribed Claude session set up like ``make_request`` sets up the direct one; once idle."""
+    for name in ("work", "home"):
+        (root / name).mkdir(exist_ok=True)
+    params: dict[str, Any] = {
+        "harness": "claude", "cwd": str(root / "work"),
+        "options": {"binary": binary, "home": str(root / "home" / ".claude")},
+        "env": {**offline_env(port), "HOME": str(root / "home")},
+        "permissions": {"mode": "auto"},
+    }
+    sid = str((await client.ok("session.create", **params))["session"]["id"])
+    await client.ok("session.subscribe", session_id=sid)
+    await client.events_until(sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "status"
+                              and f["event"]["state"] == "idle", 60)
+    return sid
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=20, help="counted turns per shape and path")
+    parser.add_argument("--warmup", type=int, default=2, help="uncounted turns per shape first")
+    args = parser.parse_args()
+    trio.run(main, args.turns, args.warmup)
