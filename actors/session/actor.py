@@ -439,9 +439,15 @@ class Session:
                     self.permission_deadlines.pop(pid, None)
                     self.decided.add(pid)
                     self._emit(event)
-            case ev.Init(vendor_session_id=vid) if vid and vid != self.meta.vendor_session_id:
+            case ev.Init(vendor_session_id=vid, model=model):
                 self._emit(event)
-                self._save_meta(vendor_session_id=vid)
+                changes: dict[str, Any] = {}
+                if vid and vid != self.meta.vendor_session_id:
+                    changes["vendor_session_id"] = vid
+                if model and self.meta.model is None:
+                    changes["model"] = model  # the harness's default, as it reported it
+                if changes:
+                    self._save_meta(**changes)
             case _:
                 self._emit(event)
 

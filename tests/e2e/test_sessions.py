@@ -198,6 +198,10 @@ async def test_set_model_reaches_the_harness_and_survives_a_restart(daemon: Daem
         assert first[-1]["event"]["model"] == "small"
         assert await client.ok("session.set_model", session_id=sid, model="large") == {}
         assert (await client.ok("session.get", session_id=sid))["session"]["model"] == "large"
+        default = (await client.ok("session.create", harness="fake", cwd=str(tmp_path)))["session"]
+        await client.ok("session.subscribe", session_id=default["id"])
+        await client.events_until(default["id"], lambda f: _kind(f) == "init")
+        assert (await client.ok("session.get", session_id=default["id"]))["session"]["model"] == "fake-1"
         await client.ok("session.prompt", session_id=sid, text="/crash")
         again = await client.events_until(sid, lambda f: _kind(f) == "init")
         assert again[-1]["event"]["model"] == "large"
