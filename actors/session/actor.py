@@ -44,6 +44,7 @@ import trio
 from actors.harness import Driver, HarnessRequest, Launch, Output, Send
 from actors.session.eventlog import EventLog
 from actors.session.feed import Feed
+from actors.session.framelog import FrameLog
 from actors.session.meta import SessionMeta, write_meta
 from actors.session.policy import Policy
 from actors.session.tracker import Tracker
@@ -98,7 +99,7 @@ class Session:
     """The handle the daemon and connection actors hold; its methods are the session's API."""
 
     def __init__(self, meta: SessionMeta, request: HarnessRequest, deps: SessionDeps,
-                 log: EventLog) -> None:
+                 log: EventLog, frame_log: FrameLog | None = None) -> None:
         self.meta = meta
         self.request = request
         self.deps = deps
@@ -125,6 +126,7 @@ class Session:
         self._announced_state: str | None = None
         self._first_spawn = trio.Event()
         self.started = False
+        self._frame_log = frame_log
 
     # --- the API the daemon calls --------------------------------------------------------
 
@@ -202,6 +204,8 @@ class Session:
                     self._finish_if_cancelled()
                     self.log.sync()
                 self._inbox.close()
+                if self._frame_log is not None:
+                    self._frame_log.close()
                 self.closed.set()
 
     async def _inbox_loop(self, scope: trio.CancelScope) -> None:
@@ -385,6 +389,8 @@ class Session:
         )
 
     async def _on_frame(self, frame: bytes) -> None:
+        if self._frame_log is not None:
+            self._frame_log.record("in", frame, self.pid)
         try:
             outputs = self._translator.receive(frame, self._now())
         except ProtocolError as exc:
@@ -407,6 +413,8 @@ class Session:
         child = self._child
         if child is None:
             return
+        if self._frame_log is not None:
+            self._frame_log.record("out", data.rstrip(b"\n"), self.pid)
         async with self._send_lock:
             try:
                 await child.send(data)

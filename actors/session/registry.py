@@ -9,7 +9,9 @@ and a ``cancelled`` decision for every permission they left open.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from actors.harness import Driver, HarnessRequest
 from actors.session.actor import Session, SessionDeps
 from actors.session.eventlog import EventLog
 from actors.session.feed import Feed
+from actors.session.framelog import FrameLog
 from actors.session.meta import SessionMeta, list_sessions, meta_from_create, write_meta
 from protocol import events as ev
 from protocol.base import format_ts
@@ -104,7 +107,13 @@ class Sessions:
         return revived
 
     async def create(self, request: SessionCreate) -> SessionInfo:
-        """Start a session; answers once it exists, even if its first child dies at once."""
+        """Start a session; answers once it exists, even if its first child dies at once.
+
+        Everything that can be refused (harness, cwd, options, log path, a missing binary) is
+        checked before anything is written, so a refused request leaves nothing behind.
+        """
+        if self._nursery is None:
+            raise SessionClosed("the daemon is shutting down")
         driver = self.drivers.get(request.harness)
         if driver is None:
             raise HarnessUnavailable(
@@ -113,21 +122,22 @@ class Sessions:
             raise BadRequest(f"cwd {request.cwd!r} is not a directory")
         session_id = f"s-{secrets.token_hex(6)}"
         directory = self.root / session_id
-        directory.mkdir(mode=0o700)
-        work_dir = directory / "harness"
-        work_dir.mkdir(mode=0o700)
         default_options, default_env = harness_defaults(self.config, request.harness)
         options = {**default_options, **(request.options or {})}
-        meta = meta_from_create(session_id, request, created_at=format_ts(time.time()))
         harness_request = HarnessRequest(
             session_id=session_id, cwd=request.cwd, model=request.model,
             permissions=request.permissions or Permissions(), env={**default_env, **(request.env or {})},
             mcp_servers=list(request.mcp_servers or []), options=options,
             resume=options.get("resume") if isinstance(options.get("resume"), str) else None,
             instructions=options.get("instructions") if isinstance(options.get("instructions"), str) else None,
-            work_dir=str(work_dir),
+            work_dir=str(directory / "harness"),
         )
-        driver.translator(harness_request)  # validates the options before anything is written
+        driver.translator(harness_request)  # validates the options
+        await self._check_available(driver, options)
+        frame_log = _frame_log(options)
+        directory.mkdir(mode=0o700)
+        (directory / "harness").mkdir(mode=0o700)
+        meta = meta_from_create(session_id, request, created_at=format_ts(time.time()))
         write_meta(directory, meta)
         sessions = self.config.sessions
         event_log, _ = EventLog.open(directory, session_id, durability=sessions.durability,
@@ -135,13 +145,24 @@ class Sessions:
                                      fsync_interval=sessions.fsync_interval)
         deps = SessionDeps(driver=driver, sessions=self.config.sessions,
                            children=self.config.children, ledger=self.ledger, directory=directory)
-        session = Session(meta, harness_request, deps, event_log)
-        if self._nursery is None:
-            raise SessionClosed("the daemon is shutting down")
+        session = Session(meta, harness_request, deps, event_log, frame_log)
         await self._nursery.start(self._run_session, session)
         if request.prompt:
             await session.prompt(request.prompt, "session")
         return session.info()
+
+    async def _check_available(self, driver: Driver, options: dict[str, Any]) -> None:
+        """``harness_unavailable`` for a missing binary (``options.binary`` or the detected one)
+        or one older than the driver's floor."""
+        binary = options.get("binary")
+        if isinstance(binary, str) and binary:
+            if shutil.which(os.path.expanduser(binary)) is None:
+                raise HarnessUnavailable(f"{driver.name}: {binary!r} is not an executable")
+            return
+        detection = await self._detect(driver.name, driver)
+        if not detection.available:
+            raise HarnessUnavailable(f"{driver.name} is not available: {detection.reason or 'not found'}",
+                                     data={"harness": driver.name})
 
     async def _run_session(self, session: Session, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
         self.live[session.id] = session
@@ -184,15 +205,31 @@ class Sessions:
 
     async def detections(self) -> list[Detection]:
         """Every harness's detection, cached for a short while (``--version`` is slow)."""
-        now = trio.current_time()
         out: list[Detection] = []
         for name, driver in sorted(self.drivers.items()):
-            cached = self._detections.get(name)
-            if cached is None or now - cached[0] > _DETECTION_TTL:
-                cached = (now, await driver.detect())
-                self._detections[name] = cached
-            out.append(cached[1])
+            out.append(await self._detect(name, driver))
         return out
+
+    async def _detect(self, name: str, driver: Driver) -> Detection:
+        now = trio.current_time()
+        cached = self._detections.get(name)
+        if cached is None or now - cached[0] > _DETECTION_TTL:
+            cached = (now, await driver.detect())
+            self._detections[name] = cached
+        return cached[1]
+
+
+def _frame_log(options: dict[str, Any]) -> FrameLog | None:
+    """The ``options.log_path`` frame log, opened now so a bad path is the caller's ``bad_request``."""
+    path = options.get("log_path")
+    if path is None:
+        return None
+    if not isinstance(path, str) or not path:
+        raise BadRequest("options.log_path must be a file path")
+    try:
+        return FrameLog(path)
+    except OSError as exc:
+        raise BadRequest(f"cannot open options.log_path {path!r}: {exc.strerror}") from None
 
 
 def _info(meta: SessionMeta, last_seq: int, pid: int | None) -> SessionInfo:

@@ -223,3 +223,34 @@ async def test_a_second_signal_kills_children_at_once(tmp_path: Path) -> None:
     with trio.fail_after(20):
         await daemon.process.wait()
     assert wait_gone([info["pid"]], timeout=5) == []
+
+
+async def test_a_missing_binary_is_harness_unavailable_and_leaves_nothing(daemon: DaemonProc, tmp_path: Path) -> None:
+    async with raw_client(daemon) as client:
+        for harness in ("claude", "codex"):
+            reply = await client.call("session.create", harness=harness, cwd=str(tmp_path),
+                                      options={"binary": str(tmp_path / "no-such-cli")})
+            assert reply["type"] == "error" and reply["code"] == "harness_unavailable", reply
+        bad_log = await client.call("session.create", harness="fake", cwd=str(tmp_path),
+                                    options={"log_path": str(tmp_path / "missing-dir" / "f.ndjson")})
+        assert bad_log["code"] == "bad_request"
+        assert (await client.ok("session.list"))["sessions"] == []
+    assert not any((daemon.state_dir / "sessions").iterdir())
+
+
+async def test_log_path_records_every_frame_in_and_out(daemon: DaemonProc, tmp_path: Path) -> None:
+    frames = tmp_path / "frames.ndjson"
+    async with raw_client(daemon) as client:
+        sid = (await client.ok("session.create", harness="fake", cwd=str(tmp_path),
+                               options={"log_path": str(frames)}, prompt="hi"))["session"]["id"]
+        await client.ok("session.subscribe", session_id=sid)
+        await client.events_until(sid, lambda f: _kind(f) == "result")
+        await client.ok("session.close", session_id=sid)
+    assert stat.S_IMODE(frames.stat().st_mode) == 0o600
+    lines = [json.loads(line) for line in frames.read_text().splitlines()]
+    assert lines[0]["dir"] in ("in", "out")
+    assert {"dir": "out", "frame": {"type": "user", "text": "hi"}} in [
+        {"dir": r["dir"], "frame": r["frame"]} for r in lines]
+    inbound = [r["frame"]["type"] for r in lines if r["dir"] == "in"]
+    assert inbound[0] == "init" and "result" in inbound
+    assert all(set(r) == {"ts", "dir", "pid", "frame"} for r in lines)
