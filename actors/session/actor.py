@@ -305,7 +305,9 @@ class Session:
         child, translator = self._child, self._translator
         status: ExitStatus | None = None
         if child is not None:
-            with trio.move_on_after(self.deps.sessions.close_timeout):
+            # The child's own close sequence is bounded by close_timeout; the margin covers the
+            # SIGKILL at its end and the reap, so the exit status is known when we report it.
+            with trio.move_on_after(self.deps.sessions.close_timeout + 5):
                 goodbye = translator.goodbye(self._now()) if translator is not None else []
                 status = await child.close(goodbye=_goodbye(goodbye))
         self.pid = None  # a closed session reports no child, before and after it leaves ``live``
