@@ -80,6 +80,7 @@ class CodexTranslator:
         self._issued: dict[str, int] = {}
         self._epoch = secrets.token_hex(4)
         self._items: dict[str, m.Item] = {}
+        self._streamed: dict[str, bool] = {}  # message/reasoning items whose text was streamed
         self._thread_id: str | None = None
         self._ready = False
         self._turn_pending = False
@@ -302,12 +303,16 @@ class CodexTranslator:
         item = params.item
         if not self._ours(params.thread_id):
             return []
-        if item.type == "agentMessage":
-            return [Assistant(text=item.text, delta=False)] if completed and item.text else []
-        if item.type == "reasoning":
+        if item.type in ("agentMessage", "reasoning"):
+            # One event model: text already streamed as deltas is not repeated whole (as the
+            # Claude translator does); a message that never streamed comes out whole.
+            if not completed or self._streamed.pop(item.id, False):
+                return []
+            if item.type == "agentMessage":
+                return [Assistant(text=item.text, delta=False)] if item.text else []
             text = "\n\n".join(item.summary) or "\n\n".join(
                 part for part in (item.content or []) if isinstance(part, str))
-            return [Thought(text=text, delta=False)] if completed and text else []
+            return [Thought(text=text, delta=False)] if text else []
         if item.type in NOT_TOOLS:
             return []
         if completed:
@@ -321,8 +326,10 @@ class CodexTranslator:
         if not self._ours(params.thread_id) or not params.delta:
             return []
         if kind == "assistant":
+            self._streamed[params.item_id] = True
             return [Assistant(text=params.delta, delta=True)]
         if kind == "thought":
+            self._streamed[params.item_id] = True
             return [Thought(text=params.delta, delta=True)]
         return [self._tool_update(params.item_id, params.delta)]
 

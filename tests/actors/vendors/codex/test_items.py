@@ -50,3 +50,19 @@ def test_rate_limit_windows_become_limits() -> None:
                                           "params": {"rateLimits": snapshot}}), 0.0))
     assert [(w.name, w.used_percent, w.resets_at) for w in limits.windows] == [
         ("five_hour", 12.5, "1970-01-01T00:00:00.000Z")]
+
+
+def test_a_streamed_message_is_not_repeated_whole_but_an_unstreamed_one_is() -> None:
+    from protocol.events import Assistant
+
+    t = ready()
+    turn(t)
+    delta = {"threadId": "th", "turnId": "t1", "itemId": "m1", "delta": "Hel"}
+    assert events(t.receive(frame({"method": "item/agentMessage/delta", "params": delta}), 0.0)) == [
+        Assistant(text="Hel", delta=True)]
+    streamed = {"type": "agentMessage", "id": "m1", "text": "Hel"}
+    assert t.receive(frame({"method": "item/completed", "params": {
+        "threadId": "th", "item": streamed}}), 0.0) == []
+    whole = {"type": "agentMessage", "id": "m2", "text": "All at once."}
+    assert events(t.receive(frame({"method": "item/completed", "params": {
+        "threadId": "th", "item": whole}}), 0.0)) == [Assistant(text="All at once.", delta=False)]
