@@ -96,7 +96,7 @@ async def test_a_shell_tool_call_creates_the_file(tmp_path: Path) -> None:
             assert "printf made > made.txt" in tools[0]["input"]["command"]
             assert (tools[1]["output"], tools[1]["is_error"]) == ("created\n", False)
             assert tools[0]["call_id"] == tools[1]["call_id"]
-            assert [e["text"] for e in of(events, "assistant") if not e["delta"]] == ["Created it."]
+            assert _said(events) == "Created it."
             (result,) = of(events, "result")
             assert (result["stop_reason"], result["is_error"]) == ("end_turn", False)
             assert result["usage"]["output_tokens"] == 20  # two model calls of 10
@@ -165,8 +165,7 @@ async def test_interrupt_during_a_slow_turn(tmp_path: Path) -> None:
             await server.wait_for(lambda: server.stalled == 0)  # Codex dropped the stream
             events = await rig.turn("still there?")
             assert of(events, "result")[0]["stop_reason"] == "end_turn"
-            assert [e["text"] for e in of(events, "assistant") if not e["delta"]] == [
-                "After the interrupt."]
+            assert _said(events) == "After the interrupt."
 
 
 async def test_a_steer_reaches_the_next_model_request(tmp_path: Path) -> None:
@@ -182,8 +181,7 @@ async def test_a_steer_reaches_the_next_model_request(tmp_path: Path) -> None:
                 {"type": "user", "text": "mention pears", "delivery": "steered"}]
             assert user_texts(server.responses()[1])[-2:] == ["start", "mention pears"]
             assert of(events, "result")[0]["stop_reason"] == "end_turn"
-            answers = [e["text"] for e in of(events, "assistant") if not e["delta"]]
-            assert answers[-1] == "With pears."
+            assert _said(events).endswith("With pears.")
 
 
 async def test_a_held_prompt_and_three_turns_on_one_process(tmp_path: Path) -> None:
@@ -244,7 +242,7 @@ async def test_sigkill_of_codex_restarts_it_and_resumes_the_thread(tmp_path: Pat
                                 permission_id=ask["permission_id"], decision="allow")
             events = await rig.until(is_kind("result"))
             assert of(events, "result")[0]["stop_reason"] == "end_turn"
-            assert [e["text"] for e in of(events, "assistant") if not e["delta"]] == ["Apricot."]
+            assert _said(events) == "Apricot."
             info = await rig.info()
             assert (info["restarts"], info["pid"]) == (1, new)
     assert (tmp_path / "work" / "first.txt").exists()
@@ -300,3 +298,8 @@ async def test_interrupt_with_an_open_approval_decides_it_once(tmp_path: Path) -
                     reason="not inside .ci/vendor-netns")
 def test_the_namespace_has_loopback_only() -> None:
     assert [name for _, name in socket.if_nameindex()] == ["lo"]
+
+
+def _said(events: list[dict[str, Any]]) -> str:
+    """The assistant text of a turn as a client shows it: every delta appended."""
+    return "".join(e["text"] for e in of(events, "assistant"))
