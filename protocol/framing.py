@@ -23,6 +23,7 @@ same types for a payload this framer could not carry faithfully.
 
 from __future__ import annotations
 
+import abc
 import collections
 from collections.abc import Callable, Iterator
 from typing import Protocol, TypeAlias
@@ -72,7 +73,7 @@ FramerFactory: TypeAlias = Callable[[], Framer]
 """Builds a fresh framer per stream, e.g. ``functools.partial(NdjsonFramer, limit=1 << 20)``."""
 
 
-class _BufferedFramer:
+class _BufferedFramer(abc.ABC):
     """The queue, parked-error and eof machinery shared by the three formats.
 
     Subclasses implement ``_parse`` (move complete frames from ``_buf`` to ``_frames``, raise on
@@ -165,8 +166,9 @@ class _BufferedFramer:
         if len(payload) > self._limit:
             raise self._too_large(len(payload))
 
+    @abc.abstractmethod
     def _parse(self) -> None:
-        raise NotImplementedError
+        """Move every complete frame from the buffer to the queue (or hold the stream's error)."""
 
     def _partial(self) -> bool:
         return bool(self._buf)

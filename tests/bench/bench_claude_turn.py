@@ -24,7 +24,6 @@ exactly the scripted number of model calls, and every tool turn must have writte
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ import trio
 from protocol.events import Result
 from protocol.models import Permissions
 from tests.actors.vendors.claude.live import LiveClaude, make_request
+from tests.bench.turns import read_port_line, report
 from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
 from tests.fakes.anthropic_script import Reply, bash, text
 from tests.fakes.claude_offline import INSTALL_HINT, claude_binary, offline_env
@@ -112,31 +112,7 @@ async def serve_script(replies: list[Reply], directory: Path, nursery: trio.Nurs
                            str(directory / "script.json")],
         stdout=subprocess.PIPE, stderr=requests, check=False))
     requests.close()
-    assert process.stdout is not None
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = await process.stdout.receive_some(64)
-        if not chunk:
-            raise RuntimeError("the fake Anthropic server exited before printing its port")
-        line += chunk
-    return int(line.split()[1])
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def report(shape: str, times: dict[str, list[float]]) -> None:
-    """One line per shape: each path's median and p90, and what corral adds."""
-    direct, corral = times["direct"], times["corral"]
-    med_d, med_c = statistics.median(direct), statistics.median(corral)
-    p90_d, p90_c = _p(direct, 0.9), _p(corral, 0.9)
-    paired = statistics.median(c - d for c, d in zip(corral, direct))
-    print(f"{shape:>5} turn (n={len(direct)})  direct median {med_d:7.1f} ms  p90 {p90_d:7.1f} ms"
-          f"   corral median {med_c:7.1f} ms  p90 {p90_c:7.1f} ms"
-          f"   overhead median {med_c - med_d:+6.1f} ms ({(med_c / med_d - 1) * 100:+.1f}%)"
-          f"  p90 {p90_c - p90_d:+6.1f} ms   paired median {paired:+6.1f} ms")
+    return int((await read_port_line(process, "Anthropic")).split()[1])
 
 
 async def main(count: int, warmup: int) -> None:

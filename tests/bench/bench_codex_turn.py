@@ -24,7 +24,6 @@ corral minus turn k direct, which cancels slow drifts of the machine).
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ import trio
 from protocol.events import Init, Result
 from protocol.models import Permissions
 from tests.actors.vendors.codex.live import LiveCodex, make_request
+from tests.bench.turns import read_port_line, report
 from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
 from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args
 from tests.fakes.openai_server import Exec, Reply, Text
@@ -102,30 +102,7 @@ async def serve_script(replies: list[Reply], directory: Path, nursery: trio.Nurs
         trio.run_process, [sys.executable, "-m", "tests.fakes.openai_server", "--script",
                            str(directory / "script.json"), "--log", str(directory / "log.ndjson")],
         stdout=subprocess.PIPE, check=False))
-    assert process.stdout is not None
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = await process.stdout.receive_some(64)
-        if not chunk:
-            raise RuntimeError("the fake OpenAI server exited before printing its port")
-        line += chunk
-    return int(line)
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def report(shape: str, times: dict[str, list[float]]) -> None:
-    direct, corral = times["direct"], times["corral"]
-    med_d, med_c = statistics.median(direct), statistics.median(corral)
-    p90_d, p90_c = _p(direct, 0.9), _p(corral, 0.9)
-    print(f"{shape:>5} turn (n={len(direct)})  direct median {med_d:7.1f} ms  p90 {p90_d:7.1f} ms"
-          f"   corral median {med_c:7.1f} ms  p90 {p90_c:7.1f} ms"
-          f"   overhead median {med_c - med_d:+6.1f} ms ({(med_c / med_d - 1) * 100:+.1f}%)"
-          f"  p90 {p90_c - p90_d:+6.1f} ms"
-          f"   paired median {statistics.median(c - d for c, d in zip(corral, direct)):+6.1f} ms")
+    return int(await read_port_line(process, "OpenAI"))
 
 
 async def main(count: int, warmup: int) -> None:

@@ -79,10 +79,14 @@ async def raw_rate(events: int, clients: int) -> float:
     frame = json.dumps({"type": "event", "session_id": "s-000000000000", "seq": 1,
                         "ts": "2026-12-02T10:00:00.000Z",
                         "event": {"type": "assistant", "text": _TEXT, "delta": True}})
-    go = trio.Event()
+    go, connected = trio.Event(), trio.Event()
+    accepted = [0]
 
     async def handler(request: object) -> None:
         ws = await request.accept()  # type: ignore[attr-defined]
+        accepted[0] += 1
+        if accepted[0] == clients:
+            connected.set()
         await go.wait()
         for _ in range(events):
             await ws.send_message(frame)
@@ -102,7 +106,7 @@ async def raw_rate(events: int, clients: int) -> float:
         async with trio.open_nursery() as readers:
             for _ in range(clients):
                 readers.start_soon(reader)
-            await trio.sleep(0.2)  # let the readers connect before the clock starts
+            await connected.wait()  # every reader is connected before the clock starts
             start = time.perf_counter()
             go.set()
         nursery.cancel_scope.cancel()
