@@ -179,6 +179,7 @@ class Connection:
                     self._pumps[sid] = scope
                     nursery.start_soon(self._pump, sid, feed, start, scope)
                 case SessionUnsubscribe(session_id=sid):
+                    self.backend.feed(sid)  # unknown_session for an id that never existed
                     self._stop_pump(sid)
                     self.queue.put_control(encode(Ok(id=request.id, result={})))
                 case _:

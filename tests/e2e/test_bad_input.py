@@ -22,6 +22,8 @@ from .daemonproc import DaemonProc, raw_client
         ('{"type": "no.such.method", "id": 5}', "unknown_method", 5),
         ('{"type": "session.get", "id": 6, "session_id": "s-nope"}', "unknown_session", 6),
         ('{"type": "session.prompt", "id": 7, "session_id": "s-nope", "text": "x"}', "unknown_session", 7),
+        ('{"type": "session.unsubscribe", "id": 9, "session_id": "s-nope"}', "unknown_session", 9),
+        ('{"type": "session.subscribe", "id": 10, "session_id": "s-nope"}', "unknown_session", 10),
         ('{"type": "session.create", "id": 8, "harness": "nope", "cwd": "/"}', "harness_unavailable", 8),
     ],
 )
