@@ -46,19 +46,18 @@ from actors.session.eventlog import EventLog
 from actors.session.feed import Feed
 from actors.session.framelog import FrameLog
 from actors.session.meta import SessionMeta, write_meta
+from actors.session.approvals import Approvals
 from actors.session.policy import Policy
 from actors.session.tracker import Tracker
 from protocol import events as ev
 from protocol.errors import (
     ActorGone,
-    AlreadyDecided,
     BadRequest,
     CorralError,
     LaunchFailed,
     ProtocolError,
     SessionClosed,
     StorageFailed,
-    UnknownPermission,
 )
 from protocol.events import Decision, Delivery, SessionState
 from protocol.messages import (
@@ -106,14 +105,11 @@ class Session:
         self.driver: Driver = deps.driver
         self.log = log
         self.feed = Feed(log)
-        self.policy = Policy(request.permissions)
+        self.approvals = Approvals(Policy(request.permissions), deps.sessions.permission_timeout)
         self.tracker = Tracker(stall_threshold=deps.sessions.stall_threshold, now=trio.current_time())
         self.lifecycle: str | None = "starting"
         self.pid: int | None = None
         self.restarts = meta.restarts
-        self.open_permissions: dict[str, ev.Permission] = {}
-        self.permission_deadlines: dict[str, float] = {}
-        self.decided: set[str] = set()
         self.held: deque[str] = deque()
         self.turn_started_at: float | None = None
         self.closed = trio.Event()
@@ -243,7 +239,7 @@ class Session:
     async def _prompt(self, text: str) -> Delivery:
         ready = self._child is not None and self._translator is not None and self._translator.ready
         if ready and not self.held and self.lifecycle is None and not self.tracker.turn_running \
-                and not self.open_permissions:
+                and not self.approvals:
             await self._start_turn(text, "prompted")
             return "prompted"
         if ready and not self.held and self.lifecycle is None:
@@ -266,7 +262,7 @@ class Session:
         """Send the next held prompt if the harness is free (called when a turn ends or a child is ready)."""
         if (self.held and self._child is not None and self._translator is not None
                 and self._translator.ready and self.lifecycle is None
-                and not self.tracker.turn_running and not self.open_permissions):
+                and not self.tracker.turn_running and not self.approvals):
             await self._start_turn(self.held.popleft(), "held")
 
     async def _interrupt(self) -> None:
@@ -275,18 +271,11 @@ class Session:
             await self._handle_outputs(self._translator.interrupt(self._now()))
 
     async def _decide(self, permission_id: str, decision: Decision, by: str) -> None:
-        if permission_id in self.decided:
-            raise AlreadyDecided(f"permission {permission_id} was already decided")
-        request = self.open_permissions.get(permission_id)
-        if request is None:
-            raise UnknownPermission(f"no open permission {permission_id} in session {self.id}")
-        self.policy.remember(request, decision)
+        self.approvals.check(permission_id, decision)
         await self._answer(permission_id, decision, by)
 
     async def _answer(self, permission_id: str, decision: Literal["allow", "deny", "allow_always", "timeout"], by: str) -> None:
-        self.open_permissions.pop(permission_id, None)
-        self.permission_deadlines.pop(permission_id, None)
-        self.decided.add(permission_id)
+        self.approvals.settle(permission_id)
         self._emit(ev.PermissionDecided(permission_id=permission_id, decision=decision, by=by))
         if self._translator is not None and self._child is not None:
             wire: Decision = "deny" if decision == "timeout" else decision
@@ -427,12 +416,10 @@ class Session:
         match event:
             case ev.Permission(permission_id=pid):
                 self._emit(event)
-                self.open_permissions[pid] = event
-                decision = self.policy.decide(event)
+                decision = self.approvals.open(event, trio.current_time())
                 if decision is not None:
                     await self._answer(pid, decision, "policy")
                 else:
-                    self.permission_deadlines[pid] = trio.current_time() + self.deps.sessions.permission_timeout
                     self._wake_timer()
             case ev.Result():
                 if event.duration_ms is None and self.turn_started_at is not None:
@@ -445,9 +432,7 @@ class Session:
             case ev.PermissionDecided(permission_id=pid):
                 # The harness withdrew an open request itself: reported once; repeats and
                 # requests the session already decided are dropped.
-                if self.open_permissions.pop(pid, None) is not None:
-                    self.permission_deadlines.pop(pid, None)
-                    self.decided.add(pid)
+                if self.approvals.settle(pid):
                     self._emit(event)
             case ev.Init(vendor_session_id=vid, model=model):
                 self._emit(event)
@@ -495,10 +480,8 @@ class Session:
         self.turn_started_at = None
 
     def _cancel_permissions(self) -> None:
-        for pid in list(self.open_permissions):
-            self.open_permissions.pop(pid)
-            self.permission_deadlines.pop(pid, None)
-            self.decided.add(pid)
+        for pid in self.approvals.open_ids():
+            self.approvals.settle(pid)
             self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"))
 
     def _report_lost_prompts(self, why: str) -> None:
@@ -529,7 +512,7 @@ class Session:
 
     async def _timer(self) -> None:
         while True:
-            deadlines = list(self.permission_deadlines.values())
+            deadlines = [d for d in (self.approvals.next_deadline(),) if d is not None]
             stall = self.tracker.stall_deadline()
             if stall is not None and not self.tracker.stalled:
                 deadlines.append(stall)
@@ -537,9 +520,8 @@ class Session:
             with trio.move_on_at(min(deadlines, default=math.inf)):
                 await wake.wait()
             now = trio.current_time()
-            for pid, deadline in list(self.permission_deadlines.items()):
-                if deadline <= now:
-                    await self._answer(pid, "timeout", "session")
+            for pid in self.approvals.expired(now):
+                await self._answer(pid, "timeout", "session")
             changed = self.tracker.check_stall(now)
             if changed is not None:
                 self._emit(ev.Status(state=self.state, stalled=changed))
