@@ -68,6 +68,7 @@ from supervisor.procspec import ProcessSpec as ProcessSpec
 from supervisor.procspec import (
     child_env,
     framer_factory,
+    redact,
     returncode,
     status_of,
     validate,
@@ -271,6 +272,7 @@ class Child:
             self._frames_in.close()
 
     def _on_stderr_line(self, line: str) -> None:
+        line = redact(line, self.spec.secrets)
         self._stderr.append(line)
         logger.info("[%s %d] %s", self.key, self.pid, line)
 

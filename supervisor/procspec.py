@@ -49,6 +49,8 @@ class ProcessSpec(msgspec.Struct, kw_only=True, frozen=True):
     frame_queue: int = 16
     stderr_lines: int = 200
     stderr_line_limit: int = 4096
+    secrets: frozenset[str] = frozenset()
+    """Values (e.g. the session's env) masked as ``***`` in the stderr lines kept and logged."""
     death_signal: str | None = "SIGTERM"
 
 
@@ -68,6 +70,14 @@ class ExitStatus(msgspec.Struct, kw_only=True, frozen=True):
     def ok(self) -> bool:
         """Whether the child ended by itself with status 0."""
         return self.reason == "exited" and self.exit_code == 0
+
+
+def redact(line: str, secrets: frozenset[str]) -> str:
+    """``line`` with every secret value (of 4 characters or more) replaced by ``***``."""
+    for secret in secrets:
+        if len(secret) >= 4 and secret in line:
+            line = line.replace(secret, "***")
+    return line
 
 
 def validate(spec: ProcessSpec) -> None:

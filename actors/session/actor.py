@@ -377,6 +377,7 @@ class Session:
             cwd=launch.cwd, env=launch.env, shutdown=self.deps.sessions.close_timeout,
             frame_limit=self.deps.children.frame_limit, framing=launch.framing,
             stderr_lines=self.deps.children.stderr_lines,
+            secrets=frozenset(self.request.env.values()),
         )
 
     async def _on_frame(self, frame: bytes) -> None:

@@ -254,3 +254,18 @@ async def test_log_path_records_every_frame_in_and_out(daemon: DaemonProc, tmp_p
     inbound = [r["frame"]["type"] for r in lines if r["dir"] == "in"]
     assert inbound[0] == "init" and "result" in inbound
     assert all(set(r) == {"ts", "dir", "pid", "frame"} for r in lines)
+
+
+async def test_secrets_a_child_prints_are_masked_in_the_daemon_log(daemon: DaemonProc, tmp_path: Path) -> None:
+    script = 'echo "token is $SECRET_TOKEN" >&2; exec python3 -m actors.fake.child'
+    async with raw_client(daemon) as client:
+        sid = (await client.ok("session.create", harness="fake", cwd=str(tmp_path),
+                               env={"SECRET_TOKEN": "hunter2-very-secret"},
+                               options={"script": script}))["session"]["id"]
+        await client.ok("session.subscribe", session_id=sid)
+        await client.events_until(sid, lambda f: _kind(f) == "init")
+        await client.ok("session.close", session_id=sid)
+    logs = "".join(p.read_text(errors="replace") for p in daemon.state_dir.glob("*.log"))
+    logs += (daemon.state_dir / "test-daemon.out").read_text(errors="replace")
+    assert "token is ***" in logs
+    assert "hunter2-very-secret" not in logs
