@@ -4,8 +4,10 @@ Boot order (each step before the next): take the state directory's lock; load th
 configuration; become a child subreaper; reconcile the crash ledger (kill what a crashed
 daemon left behind) before anything is spawned; close sessions a crashed daemon left open;
 create the token; bind the listeners; write ``daemon.json`` (its presence means "ready").
-SIGTERM, SIGINT or ``daemon.shutdown`` stop it: listeners first, then every session's close
-sequence (bounded), then ``daemon.json`` is removed. A second signal kills children at once.
+SIGTERM, SIGINT or ``daemon.shutdown`` stop it: ``daemon.json`` goes first (no new client
+finds it), then the root supervisor stops its children in reverse order — the listener, every
+session's close sequence (bounded, clients still watching), the connections (each flushes
+what is queued), the reaper. A second signal SIGKILLs every recorded child group at once.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ from protocol.messages import (
     SessionInterrupt,
     SessionPermission,
     SessionPrompt,
-    SessionSetModel,
     SessionList,
     SessionListResult,
     SessionResult,
+    SessionSetModel,
 )
 from protocol.models import ChildInfo, DaemonInfo
 
@@ -50,12 +52,12 @@ from .config import Config, LoadedConfig
 from .connection import Connection, FeedLike
 from .harnesses import drivers
 from .killing import signal_group
-from .specs import ChildSpec, ChildType, Strategy, SupervisorSpec
-from .supervision import Supervisor, supervise
 from .ledger import Ledger, reconcile
 from .prctl import set_child_subreaper
 from .reaper import run_orphan_reaper
+from .specs import ChildSpec, ChildType, Strategy, SupervisorSpec
 from .statedir import DaemonFile, StateDir
+from .supervision import Supervisor, supervise
 from .wsserver import serve
 
 log = logging.getLogger("corral.daemon")
