@@ -215,7 +215,7 @@ class Connection:
         scope = self._pumps.pop(session_id, None)
         if scope is not None:
             scope.cancel()
-            self.queue.drop_session(session_id)
+        self.queue.drop_session(session_id, markers=True)
 
     async def _pump(self, session_id: str, feed: FeedLike, cursor: int, scope: trio.CancelScope) -> None:
         """Replay from ``cursor`` (with backpressure), then follow live (lagging when full)."""

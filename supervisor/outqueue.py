@@ -71,9 +71,11 @@ class OutQueue:
         self._items.append(Item(None, session_id))
         self._notify()
 
-    def drop_session(self, session_id: str) -> None:
-        """Remove every queued event of one session (unsubscribe, lag)."""
-        kept = deque(i for i in self._items if i.frame is None or i.session_id != session_id)
+    def drop_session(self, session_id: str, *, markers: bool = False) -> None:
+        """Remove every queued event of one session (and its ``lagged`` marker if ``markers``:
+        a client that subscribes again or unsubscribes no longer needs to hear it lagged)."""
+        kept = deque(i for i in self._items
+                     if i.session_id != session_id or (i.frame is None and not markers))
         self._events -= sum(1 for i in self._items if i.frame is not None and i.session_id == session_id)
         self._items = kept
         self._notify()

@@ -54,3 +54,12 @@ async def test_wait_room_and_drained_wake_when_the_writer_takes_frames(autojump_
     assert order == ["room at 1.0"]
     with trio.fail_after(1):
         await queue.drained()
+
+
+async def test_resubscribing_drops_a_pending_lagged_marker_too() -> None:
+    queue = OutQueue(2)
+    queue.put_event("a", 1, b"a1")
+    queue.put_lagged("a")
+    queue.put_control(b"ok")
+    queue.drop_session("a", markers=True)
+    assert [(await queue.get()).frame for _ in range(len(queue))] == [b"ok"]
