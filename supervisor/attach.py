@@ -101,6 +101,10 @@ async def attach(state_dir: Path, session_id: str, from_seq: int, *, out: TextIO
                 case PermissionDecided(permission_id=pid):
                     asker.decided(pid)
             renderer.render(event)
+            if isinstance(event, Permission) and not interactive:
+                err.write(f"  answer with: corral approve {session_id} {event.permission_id} "
+                          "[--deny | --always]\n")
+                err.flush()
             if interactive and caught_up:
                 for permission in list(asker.open.values()):
                     if permission.permission_id not in asker.asked:

@@ -224,6 +224,8 @@ async def test_attach_streams_the_turn_and_detaches_on_sigint(state: Path, short
             async with open_client(state) as client:
                 await client.prompt(sid, "/ask echo hi")
                 out = await _read_until(process.stdout, "? permission p1")
+                hint = await _read_until(process.stderr, "--always]")
+                assert f"corral approve {sid} p1 [--deny | --always]" in hint
                 await client.permission(sid, "p1", "allow")
                 out += await _read_until(process.stdout, "— end_turn")
                 await client.prompt(sid, "stream me")
