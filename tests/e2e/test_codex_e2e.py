@@ -68,7 +68,7 @@ def create_params(tmp: Path, port: int, **extra: Any) -> dict[str, Any]:
             "options": {"binary": _binary(), "home": str(tmp / "codex_home"),
                         "extra_args": offline_args(port)},
             "env": {KEY_ENV: "test-key", "HOME": str(tmp / "home")},
-            "permissions": {"mode": "ask"}, **extra}
+            "permissions": {"mode": "auto_edit"}, **extra}
 
 
 @asynccontextmanager
@@ -109,6 +109,22 @@ async def test_a_shell_tool_call_creates_the_file(tmp_path: Path) -> None:
             written = [f for f in (tmp_path / "state").rglob("*") if f.is_file()
                        and b"test-key" in f.read_bytes()]
             assert written == []
+
+
+async def test_in_ask_mode_every_command_asks_and_allow_and_deny_both_work(tmp_path: Path) -> None:
+    server = FakeOpenAI([Exec(cmd="touch allowed.txt", call_id="c_allow"), Text(text="Allowed."),
+                         Exec(cmd="touch denied.txt", call_id="c_deny"), Text(text="Denied.")])
+    with trio.fail_after(TIMEOUT):
+        async with codex_session(tmp_path, server, permissions={"mode": "ask"}) as rig:
+            for text, decision, name in (("one", "allow", "allowed.txt"), ("two", "deny", "denied.txt")):
+                await rig.prompt(text)
+                asked = (await rig.until(is_kind("permission")))[-1]
+                assert asked["kind"] == "exec" and name in asked["input"]["command"]
+                await rig.client.ok("session.permission", session_id=rig.sid,
+                                    permission_id=asked["permission_id"], decision=decision)
+                events = await rig.until(is_kind("result"))
+                assert of(events, "result")[0]["stop_reason"] == "end_turn"
+                assert (rig.work / name).exists() == (decision == "allow")
 
 
 async def test_approvals_are_answered_by_a_second_client(tmp_path: Path) -> None:

@@ -1,10 +1,15 @@
 """The params corral sends with ``thread/start``/``thread/resume`` and ``turn/*``.
 
-Policy mapping (``thread/start`` ``approvalPolicy``/``sandbox``): ``ask`` and ``auto_edit`` →
-``on-request`` + ``workspace-write`` with approvals routed to us (``approvalsReviewer: user``):
-Codex applies edits inside the workspace without asking, and any edit approval it still sends is
-kind ``edit``, which the session's ``auto_edit`` policy answers; ``auto`` → ``never`` +
-``danger-full-access``; ``inherit`` → nothing (the user's Codex config decides).
+Policy mapping (``thread/start`` ``approvalPolicy``/``sandbox``), approvals routed to us
+(``approvalsReviewer: user``) in the first two:
+
+* ``ask`` → ``untrusted`` + ``workspace-write``: Codex asks before every command it does not
+  itself consider safe (checked with 0.171.0: a plain ``touch`` asks; allow and ``decline`` both
+  work), so the clients decide, as with Claude Code's ``default`` mode;
+* ``auto_edit`` → ``on-request`` + ``workspace-write``: commands and edits inside the sandbox run
+  unasked, escalations ask; any edit approval Codex still sends is kind ``edit``, which the
+  session's policy answers;
+* ``auto`` → ``never`` + ``danger-full-access``; ``inherit`` → nothing (the user's config decides).
 ``options.approval_policy`` and ``options.sandbox`` override the mapping verbatim.
 """
 
@@ -20,7 +25,10 @@ def thread_policy(request: HarnessRequest) -> dict[str, Any]:
     """The ``approvalPolicy``/``sandbox``/``approvalsReviewer`` params for the session's mode."""
     policy: dict[str, Any]
     match request.permissions.mode:
-        case "ask" | "auto_edit":
+        case "ask":
+            policy = {"approvalPolicy": "untrusted", "sandbox": "workspace-write",
+                      "approvalsReviewer": "user"}
+        case "auto_edit":
             policy = {"approvalPolicy": "on-request", "sandbox": "workspace-write",
                       "approvalsReviewer": "user"}
         case "auto":

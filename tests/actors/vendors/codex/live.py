@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 import trio
 
+from protocol.models import Permissions
 from actors.harness import HarnessRequest, Output, Send
 from actors.vendors.codex import CodexTranslator, build_launch
 from protocol.events import Event
@@ -37,8 +38,12 @@ def make_request(tmp: Path, port: int, binary: str, **fields: Any) -> HarnessReq
     options = {"binary": binary, "home": str(tmp / "codex_home"),
                "extra_args": offline_args(port), **fields.pop("options", {})}
     env = {"HOME": str(tmp / "home"), KEY_ENV: "sk-test-fake", **fields.pop("env", {})}
+    # auto_edit (on-request): sandboxed commands run unasked, escalations ask; ``ask`` would
+    # make Codex ask for every command (untrusted).
+    permissions = fields.pop("permissions", Permissions(mode="auto_edit"))
     return HarnessRequest(session_id="s-test", cwd=str(tmp / "work"), model="gpt-5.5",
-                          env=env, options=options, work_dir=str(tmp / "run"), **fields)
+                          env=env, options=options, work_dir=str(tmp / "run"),
+                          permissions=permissions, **fields)
 
 
 class LiveCodex:

@@ -331,7 +331,7 @@ def test_failed_resume_reports_and_falls_back_to_a_new_thread() -> None:
 
 
 @pytest.mark.parametrize(("mode", "expected"), [
-    ("ask", {"approvalPolicy": "on-request", "sandbox": "workspace-write", "approvalsReviewer": "user"}),
+    ("ask", {"approvalPolicy": "untrusted", "sandbox": "workspace-write", "approvalsReviewer": "user"}),
     ("auto_edit", {"approvalPolicy": "on-request", "sandbox": "workspace-write",
                    "approvalsReviewer": "user"}),
     ("auto", {"approvalPolicy": "never", "sandbox": "danger-full-access"}),
