@@ -118,7 +118,7 @@ async def main(count: int, warmup: int) -> None:
         async with trio.open_nursery() as nursery:
             port = await serve_script(replies, tmp, nursery)
             live = LiveCodex(make_request(direct_dir, port, binary,
-                                          permissions=Permissions(mode="ask")),
+                                          permissions=Permissions(mode="auto_edit")),
                              stderr_path=direct_dir / "stderr.txt")
             await nursery.start(live.run)
             await live.wait_for(lambda e: isinstance(e, Init))
@@ -151,7 +151,7 @@ async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
         "options": {"binary": binary, "home": str(root / "codex_home"),
                     "extra_args": offline_args(port)},
         "env": {KEY_ENV: "sk-test-fake", "HOME": str(root / "home")},
-        "permissions": {"mode": "ask"},
+        "permissions": {"mode": "auto_edit"},
     }
     sid = str((await client.ok("session.create", **params))["session"]["id"])
     await client.ok("session.subscribe", session_id=sid)
