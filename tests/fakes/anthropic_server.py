@@ -41,6 +41,8 @@ import h11
 import msgspec
 import trio
 
+from tests.fakes.http import read_request
+
 from tests.fakes.anthropic_script import (
     ERROR_TYPES,
     Block,
@@ -137,7 +139,7 @@ class FakeAnthropic:
         conn = h11.Connection(h11.SERVER)
         try:
             while True:
-                request, body = await _read_request(conn, stream)
+                request, body = await read_request(conn, stream)
                 if request is None:
                     return
                 rec = self._record(request, body)
@@ -271,25 +273,6 @@ async def _error(conn: h11.Connection, stream: trio.SocketStream, reply: ErrorRe
     body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_fake_error"}
     headers = reply.headers if reply.retry else {"x-should-retry": "false", **reply.headers}
     await _json(conn, stream, reply.status, body, headers)
-
-
-async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> tuple[h11.Request | None, bytes]:
-    request: h11.Request | None = None
-    body = bytearray()
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await stream.receive_some(65536)
-            conn.receive_data(data)
-            continue
-        if isinstance(event, h11.Request):
-            request = event
-        elif isinstance(event, h11.Data):
-            body += event.data
-        elif isinstance(event, h11.EndOfMessage):
-            return request, bytes(body)
-        elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
-            return None, b""
 
 
 async def _wait_closed(stream: trio.SocketStream) -> None:

@@ -36,6 +36,7 @@ import h11
 import msgspec
 import trio
 
+from .http import read_request
 from .openai_replies import (
     ERROR_DEFAULTS, CustomCall, Exec, Failed, FunctionCall, HttpError, RawItem, Reply, Stall, Text,
     SseWriter,
@@ -113,7 +114,7 @@ class FakeOpenAI:
         conn = h11.Connection(h11.SERVER)
         try:
             while True:
-                request, body = await _read_request(stream, conn)
+                request, body = await read_request(conn, stream)
                 if request is None:
                     return
                 await self._dispatch(stream, conn, request, body)
@@ -226,26 +227,6 @@ class FakeOpenAI:
 
 def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-async def _read_request(stream: trio.SocketStream,
-                        conn: h11.Connection) -> tuple[h11.Request | None, bytes]:
-    """The next whole request and its body, or ``(None, b"")`` when the client closed."""
-    request: h11.Request | None = None
-    body = bytearray()
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await stream.receive_some(65536)
-            conn.receive_data(data)
-        elif isinstance(event, h11.Request):
-            request = event
-        elif isinstance(event, h11.Data):
-            body += event.data
-        elif isinstance(event, h11.EndOfMessage):
-            return request, bytes(body)
-        elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
-            return None, b""
 
 
 async def _send_json(stream: trio.SocketStream, conn: h11.Connection, status: int,
