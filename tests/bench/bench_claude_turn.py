@@ -23,7 +23,6 @@ exactly the scripted number of model calls, and every tool turn must have writte
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -39,7 +38,7 @@ import trio
 from protocol.events import Result
 from protocol.models import Permissions
 from tests.actors.vendors.claude.live import LiveClaude, make_request
-from tests.bench.turns import read_port_line, report
+from tests.bench.turns import read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
 from tests.fakes.anthropic_script import Reply, bash, text
 from tests.fakes.claude_offline import INSTALL_HINT, claude_binary, offline_env
@@ -173,8 +172,4 @@ async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--turns", type=int, default=20, help="counted turns per shape and path")
-    parser.add_argument("--warmup", type=int, default=2, help="uncounted turns per shape first")
-    args = parser.parse_args()
-    trio.run(main, args.turns, args.warmup)
+    run(main, __doc__)

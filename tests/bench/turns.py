@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -35,3 +37,12 @@ def report(shape: str, times: dict[str, list[float]]) -> None:
           f"   corral median {med_c:7.1f} ms  p90 {p90_c:7.1f} ms"
           f"   overhead median {med_c - med_d:+6.1f} ms ({(med_c / med_d - 1) * 100:+.1f}%)"
           f"  p90 {p90_c - p90_d:+6.1f} ms   paired median {paired:+6.1f} ms")
+
+
+def run(main: Callable[[int, int], Awaitable[None]], doc: str | None) -> None:
+    """The command line of a turn benchmark: ``--turns`` and ``--warmup``, then ``main``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--turns", type=int, default=20, help="counted turns per shape and path")
+    parser.add_argument("--warmup", type=int, default=2, help="uncounted turns per shape first")
+    args = parser.parse_args()
+    trio.run(main, args.turns, args.warmup)

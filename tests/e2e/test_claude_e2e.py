@@ -33,7 +33,7 @@ from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, 
 from tests.fakes.claude_offline import INSTALL_HINT, OFFLINE_ENV, claude_binary
 
 from .daemonproc import raw_client, wait_gone
-from .vendor_rig import Frame, Rig, cmdline, daemon_session, family, is_kind, marked, of
+from .vendor_rig import Frame, Rig, close_and_check_gone, cmdline, daemon_session, family, is_kind, marked, of
 
 BINARY = claude_binary()
 pytestmark = [pytest.mark.vendor, pytest.mark.skipif(
@@ -333,11 +333,4 @@ async def test_close_mid_turn_leaves_no_process(tmp_path: Path) -> None:
             everyone = family(pid)
             assert any("sleep 300" in cmdline(p) for p in everyone), [cmdline(p) for p in everyone]
             assert set(everyone) <= set(marked(state))
-            await rig.client.ok("session.close", session_id=rig.sid)
-            events = await rig.until(is_kind("exit"))
-            assert of(events, "exit")[0]["reason"] == "closed"
-            assert [r["stop_reason"] for r in of(events, "result")] in ([], ["interrupted"])
-            info = await rig.info()
-            assert (info["state"], info["pid"]) == ("closed", None)
-            assert wait_gone(everyone) == []
-            assert marked(state) == []
+            await close_and_check_gone(rig, state, everyone)

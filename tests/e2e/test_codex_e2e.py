@@ -32,7 +32,7 @@ from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offli
 from tests.fakes.openai_server import Exec, FakeOpenAI, Recorded, Stall, Text
 
 from .daemonproc import raw_client, wait_gone
-from .vendor_rig import Rig, cmdline, daemon_session, family, is_kind, marked, of
+from .vendor_rig import Rig, close_and_check_gone, cmdline, daemon_session, family, is_kind, marked, of
 
 BINARY = codex_binary()
 pytestmark = [pytest.mark.vendor, pytest.mark.skipif(
@@ -281,14 +281,7 @@ async def test_close_leaves_no_process(tmp_path: Path) -> None:
             before = family(pid)
             assert any("sleep" in cmdline(p) for p in before)
             assert pid in marked(state)
-            await rig.client.ok("session.close", session_id=rig.sid)
-            events = await rig.until(is_kind("exit"))
-            assert of(events, "exit")[0]["reason"] == "closed"
-            assert [r["stop_reason"] for r in of(events, "result")] in ([], ["interrupted"])
-            info = await rig.info()
-            assert (info["state"], info["pid"]) == ("closed", None)
-            assert wait_gone(before) == []
-            assert marked(state) == []
+            await close_and_check_gone(rig, state, before)
 
 
 async def test_interrupt_with_an_open_approval_decides_it_once(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 import trio
 
-from .daemonproc import DaemonProc, RawClient, raw_client, start_daemon, stop_daemon
+from .daemonproc import DaemonProc, RawClient, raw_client, start_daemon, stop_daemon, wait_gone
 
 __all__ = ["Frame", "Rig", "cmdline", "daemon_session", "family", "is_kind", "marked",
            "marked_gone", "of"]
@@ -109,6 +109,19 @@ async def daemon_session(state: Path, params: dict[str, Any], *, timeout: float,
     assert code == 0, code
     if passed:
         assert marked_gone(state) == []
+
+
+async def close_and_check_gone(rig: Rig, state: Path, processes: list[int]) -> None:
+    """Close the session mid-turn: ``exit {closed}`` (after at most an interrupted result), no
+    pid, and none of ``processes`` nor anything carrying the state dir's marker left."""
+    await rig.client.ok("session.close", session_id=rig.sid)
+    events = await rig.until(is_kind("exit"))
+    assert of(events, "exit")[0]["reason"] == "closed"
+    assert [r["stop_reason"] for r in of(events, "result")] in ([], ["interrupted"])
+    info = await rig.info()
+    assert (info["state"], info["pid"]) == ("closed", None)
+    assert wait_gone(processes) == []
+    assert marked(state) == []
 
 
 def family(pid: int) -> list[int]:
