@@ -13,7 +13,7 @@ import msgspec
 from .base import PROTOCOL_VERSION, Data, Message
 from .events import Decision, Delivery, Event
 from .models import (
-    ChildInfo,
+    ChildProcess,
     ClientInfo,
     DaemonInfo,
     Detection,
@@ -172,7 +172,7 @@ class DaemonStatusResult(Data, kw_only=True, frozen=True):
     uptime_s: float
     sessions: int
     clients: int
-    children: list[ChildInfo]
+    children: list[ChildProcess]
 
 
 class HarnessListResult(Data, kw_only=True, frozen=True):

@@ -71,7 +71,7 @@ class Detection(Data, kw_only=True, frozen=True):
     reason: str | None = None
 
 
-class ChildInfo(Data, kw_only=True, frozen=True):
+class ChildProcess(Data, kw_only=True, frozen=True):
     """One live child process of the daemon, as ``daemon.status`` lists it."""
 
     key: str

@@ -17,7 +17,7 @@ import msgspec
 
 from protocol.errors import DaemonRunning
 
-from .atomic import atomic_write
+from supervisor.atomic import atomic_write
 
 DEFAULT_PORT = 7433
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import types
+
+import pytest
+
 import protocol
-import supervisor
 
 PROTOCOL = {
     "PROTOCOL_VERSION", "format_ts", "FrameError", "decode_hello", "decode_request",
@@ -11,21 +15,29 @@ PROTOCOL = {
     "ContentLengthFramer", "Framer", "LengthPrefixFramer", "NdjsonFramer", "ClientRequest",
     "EventFrame", "ServerFrame", "Detection", "SessionInfo", "client_protocol_schema",
 }
-SUPERVISOR = {
-    "Backoff", "RestartPolicy", "RestartTracker", "Ledger", "reconcile", "Mailbox", "Reply",
-    "Child", "ExitStatus", "ProcessSpec", "open_child", "run_child", "ChildSpec", "RestartType",
-    "Strategy", "SupervisorSpec", "Supervisor", "supervise", "Client", "open_client",
-    "follow_session",
+SURFACES = {
+    "supervisor": set(),
+    "supervisor.tree": {
+        "Backoff", "GiveUp", "RestartAfter", "RestartPolicy", "RestartTracker", "Mailbox", "Reply",
+        "ChildSpec", "ChildType", "RestartType", "Strategy", "SupervisorSpec", "SupervisorStats",
+        "Supervisor", "supervise", "supervisor_child",
+    },
+    "supervisor.proc": {"ProcessChild", "open_child", "run_child", "ExitStatus", "ProcessSpec"},
+    "supervisor.ledger": {"Ledger", "LedgerRow", "ReconcileReport", "reconcile"},
+    "supervisor.server": {"Host", "run_daemon"},
+    "supervisor.client": {"Client", "open_client", "follow_session"},
+    "supervisor.cli": {"main"},
 }
 
 
 def _public(module: object) -> set[str]:
-    return {n for n in vars(module) if not n.startswith("_") and not isinstance(getattr(module, n), type(protocol))}
+    return {n for n in vars(module) if not n.startswith("_") and not isinstance(getattr(module, n), types.ModuleType)}
 
 
 def test_protocol_exports() -> None:
     assert _public(protocol) - {"annotations"} == PROTOCOL
 
 
-def test_supervisor_exports() -> None:
-    assert _public(supervisor) - {"annotations"} == SUPERVISOR
+@pytest.mark.parametrize("name", sorted(SURFACES))
+def test_supervisor_exports(name: str) -> None:
+    assert _public(importlib.import_module(name)) - {"annotations"} == SURFACES[name]

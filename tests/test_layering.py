@@ -1,41 +1,118 @@
-"""The import direction is protocol <- supervisor <- actors; protocol imports nothing of ours nor trio."""
+"""The house rules on imports, checked on the transitive closure of each module, no exemptions.
+
+* ``protocol`` imports nothing of ours (and neither trio nor any process library);
+* ``supervisor`` imports only ``protocol`` of ours;
+* only ``actors/app.py`` (the composition root) imports ``supervisor.server``,
+  ``supervisor.client`` or ``supervisor.cli``;
+* importing ``supervisor`` alone does not import the websocket client (or anything else).
+"""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = {
-    "protocol": {"supervisor", "actors", "trio", "trio_websocket", "psutil"},
-    "supervisor": {"actors"},
-    "actors": set(),
-}
-# The daemon wiring is the one place that sees every actor kind.
-WIRING = {"supervisor/daemon.py", "supervisor/cli.py", "supervisor/harnesses.py"}
+OURS = ("protocol", "supervisor", "actors")
+WIRING_ROOMS = ("supervisor.server", "supervisor.client", "supervisor.cli")
+COMPOSITION_ROOT = "actors.app"
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for pkg in OURS for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+@cache
+def _direct(module: str) -> frozenset[str]:
+    """Modules named by ``module``'s imports (ours resolved to modules, others to top names)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    resolved: set[str] = set()
+    for name in names:
+        if name.split(".")[0] in OURS:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name:
+                resolved.add(name)
+                # importing a.b.c runs a/__init__ and a/b/__init__ too
+                parent = name.rpartition(".")[0]
+                while parent:
+                    resolved.add(parent)
+                    parent = parent.rpartition(".")[0]
+        else:
+            resolved.add(name.split(".")[0])
+    resolved.discard(module)
+    return frozenset(resolved)
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_import_direction(package: str) -> None:
-    offenders = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if rel in WIRING:
-            continue
-        bad = _imports(path) & FORBIDDEN[package]
-        if bad:
-            offenders.append(f"{rel}: {sorted(bad)}")
-    assert offenders == []
+@cache
+def _closure(module: str) -> frozenset[str]:
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for name in _direct(todo.pop()):
+            if name not in seen:
+                seen.add(name)
+                if name in MODULES:
+                    todo.append(name)
+    return frozenset(seen)
+
+
+def _ours(names: frozenset[str], top: str) -> set[str]:
+    return {n for n in names if n.split(".")[0] == top}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("protocol")))
+def test_protocol_imports_nothing_of_ours(module: str) -> None:
+    reach = _closure(module)
+    assert _ours(reach, "supervisor") | _ours(reach, "actors") == set()
+    assert reach & {"trio", "trio_websocket", "psutil", "wsproto"} == set()
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("supervisor")))
+def test_supervisor_imports_only_protocol(module: str) -> None:
+    assert _ours(_closure(module), "actors") == set()
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("actors")))
+def test_only_the_composition_root_wires_server_client_and_cli(module: str) -> None:
+    if module == COMPOSITION_ROOT:
+        return
+    wired = {n for n in _closure(module) if n.startswith(WIRING_ROOMS)}
+    assert wired == set(), f"{module} reaches {sorted(wired)}"
+
+
+def test_the_checker_sees_transitive_imports() -> None:
+    """A module of the composition root's imports is seen through a chain, not only directly."""
+    assert "supervisor.server.listener" in _closure(COMPOSITION_ROOT)
+    assert "supervisor.tree.mailbox" in _closure("supervisor.server.listener")
+
+
+def test_importing_supervisor_alone_is_light() -> None:
+    code = ("import sys, supervisor; "
+            "print(','.join(sorted(m for m in sys.modules if m.startswith(('trio_websocket', 'supervisor.')))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -71,10 +71,10 @@ from protocol.messages import (
     SessionSetModel,
 )
 from protocol.models import SessionInfo
-from supervisor.backoff import Backoff, GiveUp, RestartPolicy, RestartTracker
-from supervisor.mailbox import Mailbox, Reply
+from supervisor.tree.backoff import Backoff, GiveUp, RestartPolicy, RestartTracker
+from supervisor.tree.mailbox import Mailbox, Reply
 from supervisor.config import ChildrenConfig, SessionsConfig
-from supervisor.process import ExitStatus, ProcessSpec, open_child
+from supervisor.proc.child import ExitStatus, ProcessSpec, open_child
 
 __all__ = ["Session", "SessionDeps", "run_session"]
 
@@ -90,7 +90,7 @@ class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
     driver: Any  # actors.harness.Driver; Any because Protocols are not msgspec types
     sessions: SessionsConfig
     children: ChildrenConfig
-    ledger: Any  # supervisor.ledger.Ledger
+    ledger: Any  # supervisor.ledger.store.Ledger
     directory: Path
 
 

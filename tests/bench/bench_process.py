@@ -22,10 +22,12 @@ from collections.abc import Callable
 import psutil
 import trio
 
-from supervisor import prctl, reaper
-from supervisor.identity import StartToken, boot_id, read_marker
-from supervisor.ledger import Ledger, LedgerRow, argv_hash, load, reconcile, write
-from supervisor.process import ProcessSpec, open_child
+from supervisor.proc import prctl
+from supervisor.proc import reaper
+from supervisor.proc.identity import StartToken, boot_id, read_marker
+from supervisor.ledger import reconcile
+from supervisor.ledger.store import Ledger, LedgerRow, argv_hash, load, write
+from supervisor.proc.child import ProcessSpec, open_child
 from tests.fakes.proctools import start_python
 
 CYCLES = 100

@@ -57,7 +57,7 @@ async def start_daemon(state_dir: Path, *extra: str, config: str | None = None,
     """Start ``corral daemon`` on ``state_dir`` (ephemeral port); return once ``daemon.json`` exists."""
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / "daemon.json").unlink(missing_ok=True)
-    argv = [sys.executable, "-m", "supervisor.cli", "daemon", "--state-dir", str(state_dir),
+    argv = [sys.executable, "-m", "actors.app", "daemon", "--state-dir", str(state_dir),
             "--port", "0", *extra]
     if config:
         argv += ["--config", config]

@@ -181,7 +181,7 @@ async def test_graceful_shutdown_closes_sessions_and_they_are_listed_after_resta
 async def test_a_second_daemon_on_the_same_state_dir_is_refused(daemon: DaemonProc) -> None:
     with trio.fail_after(30):
         second = await trio.run_process(
-            [sys.executable, "-m", "supervisor.cli", "daemon", "--state-dir", str(daemon.state_dir),
+            [sys.executable, "-m", "actors.app", "daemon", "--state-dir", str(daemon.state_dir),
              "--port", "0"], capture_stdout=True, capture_stderr=True, check=False)
     assert second.returncode == 1
     message = second.stderr.decode().strip()

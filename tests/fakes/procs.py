@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import trio
 
-    from supervisor.ledger import Ledger
-    from supervisor.process import ProcessSpec
+    from supervisor.ledger.store import Ledger
+    from supervisor.proc.child import ProcessSpec
 
 # The sleepers start fast because they import neither trio nor corral; those are imported lazily.
 SLEEP = ["sleep", "1000"]
@@ -92,8 +92,8 @@ def _flood() -> None:
 async def _daemon(state_dir: str, count: int, mode: str) -> None:
     import trio
 
-    from supervisor.ledger import Ledger
-    from supervisor.process import ProcessSpec
+    from supervisor.ledger.store import Ledger
+    from supervisor.proc.child import ProcessSpec
 
     ledger = Ledger(state_dir)
     pids: list[int] = []
@@ -118,7 +118,7 @@ async def _daemon(state_dir: str, count: int, mode: str) -> None:
 async def _hold(spec: ProcessSpec, ledger: Ledger, pids: list[int], started: trio.Event) -> None:
     import trio
 
-    from supervisor.process import open_child
+    from supervisor.proc.child import open_child
 
     async with open_child(spec, ledger=ledger) as child:
         hello = json.loads(await child.receive_frame())

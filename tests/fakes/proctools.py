@@ -11,7 +11,8 @@ import psutil
 import pytest
 import trio
 
-from supervisor import prctl, reaper
+from supervisor.proc import prctl
+from supervisor.proc import reaper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

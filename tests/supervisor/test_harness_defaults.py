@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from supervisor.config import harness_defaults, parse_config
-from supervisor.harnesses import drivers
+from actors.app import drivers
 
 
 def test_harness_table_becomes_defaults() -> None:

@@ -18,8 +18,8 @@ from protocol.errors import SessionClosed, StorageFailed
 from protocol.events import Result
 from protocol.messages import SessionCreate
 from supervisor.config import Config
-from supervisor.harnesses import drivers
-from supervisor.ledger import Ledger
+from actors.app import drivers
+from supervisor.ledger.store import Ledger
 
 
 async def test_a_full_disk_ends_one_session_and_spares_the_others(

@@ -1,0 +1,143 @@
+"""The composition root: configuration, harness drivers, the root supervisor's application
+children, and the request handlers the daemon serves. The console script ``corral`` points here.
+
+This is the one module that sees every layer: it hands ``supervisor.server`` an application
+(``App``) and ``supervisor.cli`` the way to run a daemon, so neither imports ``actors``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from actors.fake import FakeDriver
+from actors.session.actor import Session
+from actors.session.registry import Sessions
+from actors.vendors.claude import ClaudeDriver
+from actors.vendors.codex import CodexDriver
+from protocol.errors import UnknownMethod
+from protocol.messages import (
+    ClientRequest,
+    DaemonShutdown,
+    DaemonStatus,
+    DaemonStatusResult,
+    Empty,
+    HarnessList,
+    HarnessListResult,
+    SessionClose,
+    SessionCreate,
+    SessionGet,
+    SessionInterrupt,
+    SessionList,
+    SessionListResult,
+    SessionPermission,
+    SessionPrompt,
+    SessionResult,
+    SessionSetModel,
+)
+from supervisor import __version__
+from supervisor.cli import commands
+from supervisor.config import Config, HarnessConfig, LoadedConfig
+from supervisor.server import Host, run_daemon
+from supervisor.server.connection import FeedLike
+from supervisor.statedir import DaemonFile, StateDir
+from supervisor.tree import ChildSpec, ChildType
+
+__all__ = ["App", "drivers", "main", "serve"]
+
+log = logging.getLogger("corral.daemon")
+
+DAEMON_MODULE = "actors.app"
+"""What ``corral start`` runs as ``python -m`` to start a daemon in the background."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``corral`` console script."""
+    return commands.main(argv, daemon=commands.DaemonEntry(run=serve, module=DAEMON_MODULE))
+
+
+async def serve(state_root: Path, loaded: LoadedConfig, *, port: int | None = None,
+                task_status: trio.TaskStatus[DaemonFile] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run a daemon with every actor kind on ``state_root`` until it is stopped."""
+    state = StateDir(state_root)
+    state.ensure()
+    host = Host(state, loaded.config.daemon)
+    app = App(host, loaded)
+    await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)
+
+
+def drivers(config: Config) -> dict[str, Any]:
+    """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers."""
+    claude = config.harness.get("claude", HarnessConfig())
+    codex = config.harness.get("codex", HarnessConfig())
+    return {
+        "fake": FakeDriver(),
+        "claude": ClaudeDriver(binary=_expand(claude.binary)),
+        "codex": CodexDriver(binary=_expand(codex.binary)),
+    }
+
+
+class App:
+    """The application the daemon serves: the sessions and the requests about them."""
+
+    def __init__(self, host: Host, loaded: LoadedConfig) -> None:
+        self.host = host
+        self.loaded = loaded
+        self.config: Config = loaded.config
+        self.sessions = Sessions(host.state.root, self.config, host.ledger, drivers(self.config))
+
+    def boot(self, host: Host) -> None:
+        for warning in self.loaded.warnings:
+            log.warning("config: %s", warning)
+        revived = self.sessions.boot()
+        if revived:
+            log.info("closed %d session(s) left open by a crashed daemon", len(revived))
+
+    def children(self) -> Sequence[ChildSpec]:
+        return [ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+                          shutdown=self.config.daemon.shutdown_timeout + 5)]
+
+    async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
+        match request:
+            case DaemonStatus():
+                return DaemonStatusResult(
+                    version=__version__, pid=os.getpid(), uptime_s=self.host.uptime,
+                    sessions=len(self.sessions.infos()), clients=self.host.clients,
+                    children=self.host.children())
+            case DaemonShutdown():
+                self.host.stop()
+                return Empty()
+            case HarnessList():
+                return HarnessListResult(harnesses=await self.sessions.detections())
+            case SessionCreate():
+                return SessionResult(session=await self.sessions.create(request))
+            case SessionList():
+                return SessionListResult(sessions=self.sessions.infos())
+            case SessionGet(session_id=sid):
+                return SessionResult(session=self.sessions.get(sid).info())
+            case SessionClose(session_id=sid) if not isinstance(self.sessions.get(sid), Session):
+                return Empty()  # closing an ended session is a no-op
+            case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
+                  | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
+                  | SessionClose(session_id=sid)):
+                result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
+                return result
+        raise UnknownMethod(f"{type(request).__name__} is not served here")
+
+    def feed(self, session_id: str) -> FeedLike:
+        return self.sessions.get(session_id).feed
+
+
+def _expand(path: str | None) -> str | None:
+    return os.path.expanduser(path) if path else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""The daemon's lifetime from the command line: ``corral daemon``, ``start``, ``stop``, ``status``.
+
+``start`` runs ``python -m MODULE daemon`` (the composition root's module) in a new session with stdin on
+``/dev/null`` and stdout/stderr appended to ``daemon.log``, then polls (every 50 ms, up to a
+deadline) until ``daemon.json`` names that process *and* a ``hello`` is answered; a daemon
+that exits first gets its last log lines printed. ``daemon`` logs to ``daemon.log`` and to
+stderr, once: when stderr already is ``daemon.log`` (under ``start``) only the file is used.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+from pathlib import Path
+from collections.abc import Awaitable
+from typing import Protocol, TextIO
+
+import msgspec
+import psutil
+import trio
+
+from protocol.errors import CorralError, DaemonNotRunning, Timeout
+
+from supervisor.client.api import open_client
+from supervisor.config import LoadedConfig, load_config
+from supervisor.statedir import DaemonFile, StateDir
+
+__all__ = ["DaemonRunner", "run_foreground", "start", "status_report", "stop"]
+
+POLL = 0.05
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class DaemonRunner(Protocol):
+    """Runs a daemon on a state directory until it stops (``actors.app.serve``)."""
+
+    def __call__(self, state_root: Path, loaded: LoadedConfig, *, port: int | None = None,
+                 task_status: trio.TaskStatus[DaemonFile] = ...) -> Awaitable[None]: ...
+
+
+def run_foreground(root: Path, run: DaemonRunner, *, port: int | None, config: str | None) -> None:
+    """Run the daemon in this process until it stops; ``DaemonRunning`` if the directory is taken."""
+    loaded = load_config(config)
+    state = StateDir(root)
+    state.ensure()
+    _log_to(state.log_path)
+    trio.run(functools.partial(run, root, loaded, port=port))
+
+
+async def start(root: Path, module: str, *, port: int | None, config: str | None, wait: float,
+                out: TextIO) -> None:
+    """Start a daemon in the background and return once it answers; ``CorralError`` says why not."""
+    running = await _running_pid(root)
+    if running is not None:
+        out.write(f"corral daemon already running (pid {running})\n")
+        return
+    state = StateDir(root)
+    state.ensure()
+    offset = state.log_path.stat().st_size if state.log_path.exists() else 0
+    pid = _spawn(state, module, port=port, config=config)
+    deadline = trio.current_time() + wait
+    while True:
+        finished, code = os.waitpid(pid, os.WNOHANG)
+        if finished:
+            tail = _tail(state.log_path, offset)
+            raise CorralError(f"the daemon exited with status {os.waitstatus_to_exitcode(code)} "
+                              f"before it was ready{': ' + tail if tail else ''}")
+        info = state.read_daemon_file()
+        if info is not None and info.pid == pid and await _running_pid(root) == pid:
+            out.write(f"corral daemon started (pid {pid}) on {info.url} and {info.socket}\n")
+            return
+        if trio.current_time() > deadline:
+            raise Timeout(f"the daemon (pid {pid}) did not become ready within {wait:g} s; "
+                          f"see {state.log_path}")
+        await trio.sleep(POLL)
+
+
+async def stop(root: Path, *, timeout: float, out: TextIO, err: TextIO) -> None:
+    """Ask the daemon to stop and wait (bounded) until its process is gone."""
+    process: psutil.Process | None = None
+    try:
+        async with open_client(root) as client:
+            process = psutil.Process(client.daemon_pid)
+            await client.shutdown()
+    except DaemonNotRunning as exc:
+        if process is None:
+            err.write(f"corral: {exc.message}\n")
+            return
+        # The connection dropped before the answer: the daemon is stopping all the same.
+    deadline = trio.current_time() + timeout
+    while _alive(process):
+        if trio.current_time() > deadline:
+            raise Timeout(f"the daemon (pid {process.pid}) did not stop within {timeout:g} s")
+        await trio.sleep(POLL)
+    out.write(f"corral daemon stopped (pid {process.pid})\n")
+
+
+async def status_report(root: Path) -> dict[str, object]:
+    """The daemon's status, its sessions and ``daemon.json``, as one JSON-able dict."""
+    async with open_client(root) as client:
+        status = await client.status()
+        sessions = await client.sessions()
+    info = StateDir(root).read_daemon_file()
+    return {
+        "state_dir": str(root),
+        "daemon": msgspec.to_builtins(info) if info is not None else None,
+        "status": msgspec.to_builtins(status),
+        "sessions": msgspec.to_builtins(sessions),
+    }
+
+
+def _spawn(state: StateDir, module: str, *, port: int | None, config: str | None) -> int:
+    argv = [sys.executable, "-m", module, "daemon", "--state-dir", str(state.root)]
+    if port is not None:
+        argv += ["--port", str(port)]
+    if config is not None:
+        argv += ["--config", str(Path(config).absolute())]
+    env = dict(os.environ)
+    # The daemon runs the very code of this CLI, installed or not.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    log_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    return os.posix_spawn(sys.executable, argv, env, setsid=True, file_actions=[
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, str(state.log_path), log_flags, 0o600),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ])
+
+
+async def _running_pid(root: Path) -> int | None:
+    """The pid of the daemon that answers a hello in ``root``, or None."""
+    try:
+        async with open_client(root, connect_timeout=5) as client:
+            return client.daemon_pid
+    except DaemonNotRunning:
+        return None
+
+
+def _alive(process: psutil.Process) -> bool:
+    """Running and not a zombie (a reparented daemon may wait for a reaper that never comes)."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _tail(path: Path, offset: int, lines: int = 5) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+
+def _log_to(log_path: Path) -> None:
+    """Log INFO and up to ``daemon.log`` and to stderr, unless stderr is that file already."""
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    formatter = logging.Formatter(_LOG_FORMAT)
+    os.close(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+    handlers: list[logging.Handler] = [logging.FileHandler(log_path, encoding="utf-8")]
+    if not _same_file(sys.stderr, log_path):
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+
+
+def _same_file(stream: TextIO, path: Path) -> bool:
+    try:
+        mine, theirs = os.fstat(stream.fileno()), os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)

@@ -1,0 +1,394 @@
+"""OS-process children: spawn one, talk to it in frames, and always end it the same bounded way.
+
+Use ``async with open_child(spec, ledger=ledger) as child`` (or ``await nursery.start(run_child,
+spec)``). On entry the child is forked in a new session (``supervisor.proc.spawn``) with the
+environment marker, and its ledger row is on disk before the handle is returned. Inside, three
+background tasks run: stdout through a framer into a bounded channel (``child.frames()``),
+stderr lines into a ring (``child.stderr_tail()``) and the ``corral.child`` log, and an exit
+watcher on a pidfd. On exit the close sequence runs, shielded, whatever ended the block.
+
+Theory of operation: the close sequence. It starts once, from whichever comes first: ``close()``
+(or leaving the block), the leader exiting on its own, a framing error, and everyone else waits
+for it. With ``shutdown`` seconds granted:
+
+1. goodbye (only if asked to close politely): the caller's async ``goodbye(child)`` if any, then
+   close stdin; wait for the leader to exit, up to half of ``shutdown``;
+2. SIGTERM to the process group; wait until the leader and every known family member are gone,
+   up to ``shutdown`` in all;
+3. SIGKILL to the group and to every family member (``supervisor.proc.killing.Family``: descendants
+   found by a psutil walk taken *before* the kill, group members, marked strays); wait for the
+   leader (the kernel cannot refuse SIGKILL), then reap it; reap orphaned family zombies;
+4. drop the ledger row.
+
+The leader is reaped only at the end, so its pid, which is the group id, cannot be reused while
+we still signal the group. ``wait()`` returns after step 4, so a supervisor that restarts a child
+never overlaps the old one. ``shutdown=0`` is OTP's brutal kill: straight to step 3. The exit
+status is read (``waitid(WNOWAIT)``) when the leader exits, before it is reaped.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import NoReturn
+
+import trio
+
+from protocol.errors import ChildExited, FrameTooLarge, ProtocolError
+from protocol.framing import Framer, FramerFactory
+from supervisor.proc import reaper
+from supervisor.proc.pipes import (
+    FrameIterator,
+    block_until_exited,
+    open_pidfd,
+    read_frames,
+    read_stderr_lines,
+)
+from supervisor.proc.identity import marker_env, start_token
+from supervisor.proc.killing import (
+    Family,
+    forget_signalled,
+    signal_all,
+    signal_group,
+    wait_gone,
+    was_signalled,
+)
+from supervisor.proc.spawn import Launched, launch
+from supervisor.ledger.store import Ledger, LedgerRow, argv_hash
+from supervisor.proc.spec import ExitReason as ExitReason
+from supervisor.proc.spec import ExitStatus as ExitStatus
+from supervisor.proc.spec import Framing as Framing
+from supervisor.proc.spec import ProcessSpec as ProcessSpec
+from supervisor.proc.spec import (
+    child_env,
+    framer_factory,
+    redact,
+    returncode,
+    status_of,
+    validate,
+)
+
+Goodbye = Callable[["ProcessChild"], Awaitable[None]]
+"""A protocol's own goodbye, e.g. a shutdown request; ``close`` closes stdin after it."""
+
+logger = logging.getLogger("corral.child")
+
+_KILL_REAP_WAIT = 2.0  # seconds to wait for SIGKILLed family members before leaving them
+_SEQUENCE = itertools.count(1)
+
+
+@asynccontextmanager
+async def open_child(
+    spec: ProcessSpec,
+    *,
+    ledger: Ledger | None = None,
+    framer: FramerFactory | None = None,
+    goodbye: Goodbye | None = None,
+) -> AsyncIterator[ProcessChild]:
+    """Spawn ``spec``, record it in ``ledger``, yield its handle, and close it on the way out.
+
+    ``framer`` overrides ``spec.framing``; ``goodbye`` is used by the close sequence when the
+    block ends. Raises ``LaunchFailed`` if the child cannot start and ``StorageFailed`` if its
+    ledger row cannot be written (the child is then killed and reaped). Leaving the block by
+    any route, cancellation included, runs the close sequence shielded; it takes at most
+    ``spec.shutdown`` seconds plus the time the kernel takes to deliver a SIGKILL.
+    """
+    child = await _start(spec, ledger, framer or framer_factory(spec), goodbye)
+    try:
+        async with trio.open_nursery() as nursery:
+            child._run_in(nursery)
+            try:
+                yield child
+            finally:
+                with trio.CancelScope(shield=True):
+                    await child.close()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        _raise_single(group)
+    finally:
+        child._close_pipes()
+
+
+async def run_child(
+    spec: ProcessSpec,
+    ledger: Ledger | None = None,
+    *,
+    framer: FramerFactory | None = None,
+    goodbye: Goodbye | None = None,
+    task_status: trio.TaskStatus[ProcessChild] = trio.TASK_STATUS_IGNORED,
+) -> ExitStatus:
+    """``open_child`` as a task for ``nursery.start(run_child, spec, ledger)``: started means
+    spawned and recorded, and the start value is the ``ProcessChild``.
+
+    Returns the exit status once the child ended and was reaped; cancelling the task closes it.
+    """
+    async with open_child(spec, ledger=ledger, framer=framer, goodbye=goodbye) as child:
+        task_status.started(child)
+        return await child.wait()
+
+
+class ProcessChild:
+    """The handle of one running child. Created by ``open_child``; never construct it directly.
+
+    ``pid`` is the leader's pid and ``pgid`` its process group (the same number: the child leads
+    its own session). ``key`` is ``spec.key``; ``ledger_key`` is unique per spawn and is what the
+    ledger row and the ``CORRAL_CHILD_KEY`` marker carry. ``failure`` holds the framing error
+    that stopped the child, if any; ``status`` the exit status once the leader exited.
+    """
+
+    def __init__(
+        self, spec: ProcessSpec, launched: Launched, ledger_key: str, framer: Framer
+    ) -> None:
+        self.spec = spec
+        self.key = spec.key
+        self.ledger_key = ledger_key
+        self.pid = launched.pid
+        self.pgid = launched.pid
+        self.started_at = time.time()
+        self.failure: FrameTooLarge | ProtocolError | None = None
+        self.status: ExitStatus | None = None
+        self._launched = launched
+        self._framer = framer
+        self._pidfd = open_pidfd(launched.pid)
+        self._ledger: Ledger | None = None
+        self._goodbye: Goodbye | None = None
+        self._nursery: trio.Nursery | None = None
+        self._exited = trio.Event()
+        self._done = trio.Event()
+        self._closing = False
+        self._reaped = False
+        self._send_lock = trio.Lock()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=spec.stderr_lines)
+        self._frames_in, self._frames_out = trio.open_memory_channel[bytes](spec.frame_queue)
+
+    async def send(self, data: bytes) -> None:
+        """Write ``data`` to the child's stdin as is (the caller encodes frames).
+
+        Raises ``ChildExited`` if stdin is closed or the child stopped reading for good. If
+        cancelled mid-write, part of ``data`` may have been written: close the child then.
+        """
+        async with self._send_lock:
+            try:
+                await self._launched.stdin.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise ChildExited(
+                    f"child {self.key!r} no longer reads its stdin", data={"pid": self.pid}
+                ) from exc
+
+    async def close_stdin(self) -> None:
+        """Close the child's stdin (the usual goodbye); idempotent."""
+        await self._launched.stdin.aclose()
+
+    async def receive_frame(self) -> bytes:
+        """The next stdout frame.
+
+        Raises ``trio.EndOfChannel`` once stdout ended cleanly and every frame was received, or
+        the framing error (``FrameTooLarge``, ``ProtocolError``) that stopped the child, after
+        the frames that arrived intact before it. Cancellation loses no frame.
+        """
+        try:
+            return await self._frames_out.receive()
+        except trio.EndOfChannel:
+            if (failure := self.failure) is not None:
+                raise type(failure)(failure.message, data=failure.data) from failure
+            raise
+
+    def frames(self) -> AsyncIterator[bytes]:
+        """``async for frame in child.frames()``: ``receive_frame`` until stdout ends."""
+        return FrameIterator(self.receive_frame)
+
+    def stderr_tail(self) -> list[str]:
+        """The last ``spec.stderr_lines`` lines the child wrote to stderr, oldest first."""
+        return list(self._stderr)
+
+    async def wait(self) -> ExitStatus:
+        """Wait until the child ended and its whole close sequence finished; its exit status.
+
+        A child that exits by itself has its leftovers cleaned up first. Cancellation leaves
+        the child as it was.
+        """
+        await self._done.wait()
+        return self._final_status()
+
+    async def close(self, goodbye: Goodbye | None = None) -> ExitStatus:
+        """Run the close sequence (see the module docstring), or join the one already running.
+
+        ``goodbye`` replaces the one given to ``open_child``. Idempotent. Cancelling the caller
+        does not stop the sequence (it is shielded and bounded); the block's exit still waits
+        for it.
+        """
+        self._begin_close(goodbye or self._goodbye, polite=True)
+        await self._done.wait()
+        return self._final_status()
+
+    def kill_group(self) -> None:
+        """SIGKILL the child's process group now; the close sequence then finishes the rest."""
+        # Once the leader is reaped its pid, which is the group id, may name a stranger.
+        if not self._reaped:
+            signal_group(self.pgid, signal.SIGKILL)
+
+    def _run_in(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        nursery.start_soon(self._watch_exit)
+        nursery.start_soon(self._read_stdout)
+        nursery.start_soon(
+            read_stderr_lines,
+            self._launched.stderr,
+            self._on_stderr_line,
+            self.spec.stderr_line_limit,
+        )
+
+    def _begin_close(self, goodbye: Goodbye | None, *, polite: bool) -> None:
+        if self._closing or self._nursery is None:
+            return
+        self._closing = True
+        self._nursery.start_soon(self._close_sequence, goodbye, polite)
+
+    async def _watch_exit(self) -> None:
+        with trio.CancelScope(shield=True):
+            if self._pidfd is not None:
+                await trio.lowlevel.wait_readable(self._pidfd)
+            else:
+                await trio.to_thread.run_sync(block_until_exited, self.pid)
+        self.status = status_of(self.pid, killed=was_signalled(self.pgid))
+        self._exited.set()
+        self._begin_close(None, polite=False)
+
+    async def _read_stdout(self) -> None:
+        try:
+            await read_frames(self._launched.stdout, self._framer, self._frames_in)
+        except (FrameTooLarge, ProtocolError) as exc:
+            self.failure = exc
+            logger.warning("child %s (pid %d) broke its framing: %s", self.key, self.pid, exc)
+            self._begin_close(None, polite=False)
+        finally:
+            # Only now: a reader woken by the close must already see ``failure``.
+            self._frames_in.close()
+
+    def _on_stderr_line(self, line: str) -> None:
+        line = redact(line, self.spec.secrets)
+        self._stderr.append(line)
+        logger.info("[%s %d] %s", self.key, self.pid, line)
+
+    async def _close_sequence(self, goodbye: Goodbye | None, polite: bool) -> None:
+        with trio.CancelScope(shield=True):
+            try:
+                await self._terminate(goodbye, polite)
+            finally:
+                await self._finish()
+
+    async def _terminate(self, goodbye: Goodbye | None, polite: bool) -> None:
+        start, shutdown = trio.current_time(), self.spec.shutdown
+        family = Family(self.pid, self.pgid, self.ledger_key)
+        if shutdown > 0:
+            await self._survey(family)
+        if polite and shutdown > 0 and not self._exited.is_set():
+            with trio.move_on_at(start + shutdown / 2):
+                await self._say_goodbye(goodbye)
+                await self._exited.wait()
+            await self._survey(family)
+        if shutdown > 0:
+            signal_group(self.pgid, signal.SIGTERM)
+            with trio.move_on_at(start + shutdown):
+                await self._exited.wait()
+            await wait_gone(family.members, start + shutdown)
+        await self._survey(family)
+        signal_group(self.pgid, signal.SIGKILL)
+        signal_all(family.members, signal.SIGKILL)
+        await self._exited.wait()
+        await wait_gone(family.members, trio.current_time() + _KILL_REAP_WAIT)
+
+    async def _survey(self, family: Family) -> None:
+        # A survey reads /proc for every process: keep that off the event loop.
+        await trio.to_thread.run_sync(
+            lambda: family.survey(leader_alive=not self._exited.is_set())
+        )
+
+    async def _say_goodbye(self, goodbye: Goodbye | None) -> None:
+        if goodbye is not None:
+            try:
+                await goodbye(self)
+            except Exception:
+                logger.debug("goodbye to child %s failed", self.key, exc_info=True)
+        await self.close_stdin()
+
+    async def _finish(self) -> None:
+        if not self._exited.is_set():
+            signal_group(self.pgid, signal.SIGKILL)
+            await self._exited.wait()
+        if not reaper._reap_owned(self.pid):
+            logger.warning("child %s (pid %d) was reaped by someone else", self.key, self.pid)
+        self._reaped = True
+        forget_signalled([self.pgid])
+        self._launched.popen.returncode = returncode(self._final_status())
+        if self._pidfd is not None:
+            trio.lowlevel.notify_closing(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        await self._launched.stdin.aclose()
+        if self._ledger is not None:
+            try:
+                await self._ledger.remove(self.ledger_key)
+            except Exception:
+                logger.exception("cannot drop the ledger row of child %s", self.key)
+        self._done.set()
+
+    def _close_pipes(self) -> None:
+        for stream in (self._launched.stdin, self._launched.stdout, self._launched.stderr):
+            stream.close()
+
+    def _final_status(self) -> ExitStatus:
+        return self.status or ExitStatus(reason="killed")
+
+    def _ledger_row(self) -> LedgerRow:
+        return LedgerRow(
+            key=self.ledger_key,
+            kind=self.spec.kind,
+            pid=self.pid,
+            pgid=self.pgid,
+            token=start_token(self.pid),
+            argv_hash=argv_hash(self.spec.argv),
+            argv=list(self.spec.argv),
+            started_at=self.started_at,
+        )
+
+
+async def _start(
+    spec: ProcessSpec, ledger: Ledger | None, framer: FramerFactory, goodbye: Goodbye | None
+) -> ProcessChild:
+    """Fork ``spec`` and write its ledger row; on any failure after the fork, kill and reap it."""
+    validate(spec)
+    ledger_key = f"{spec.key}#{os.getpid()}.{next(_SEQUENCE)}"
+    marker = marker_env(ledger.state_dir if ledger is not None else None, ledger_key)
+    death = signal.Signals[spec.death_signal] if spec.death_signal else None
+    launched = await launch(
+        spec.argv, cwd=spec.cwd, env=child_env(spec.env, marker), death_signal=death
+    )
+    child = ProcessChild(spec, launched, ledger_key, framer())
+    child._goodbye = goodbye
+    child._ledger = ledger
+    try:
+        if ledger is not None:
+            await ledger.add(child._ledger_row())
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            child.kill_group()
+            await child._watch_exit()
+            await child._finish()
+        child._close_pipes()
+        raise
+    return child
+
+
+def _raise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """Re-raise the one exception of ``group`` (the body's own) unwrapped; else the group."""
+    if len(group.exceptions) == 1:
+        exc = group.exceptions[0]
+        raise exc from exc.__cause__
+    raise group

@@ -1,0 +1,201 @@
+"""Finding and killing a child's whole family: its process group, its descendants, marked strays.
+
+A child runs in its own session, so one ``killpg`` reaches every process that stayed in its group.
+Launcher chains (``npx``, node wrappers, shells) often start helpers that leave the group
+(``setsid``, ``detached: true``); those are found by a psutil walk of the leader's descendants,
+taken *before* the kill (afterwards the chain is broken and they are re-parented), and by the
+environment marker (``CORRAL_CHILD_KEY``) every descendant inherits, which still names the child
+after its parent died.
+
+Process identity is psutil's: a ``psutil.Process`` remembers its start time, and signalling one
+whose pid was reused raises ``NoSuchProcess`` instead of hitting a stranger. A zombie counts as
+dead; if it is an orphan of ours (we are a subreaper) it is reaped on the spot.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterable
+
+import psutil
+import trio
+
+from supervisor.proc import prctl
+from supervisor.proc import reaper
+from supervisor.proc.identity import read_marker
+
+
+_SIGNALLED: set[int] = set()
+
+
+def signal_group(pgid: int, sig: signal.Signals) -> bool:
+    """Send ``sig`` to process group ``pgid``; False if the group is gone or not ours to signal.
+
+    The group is remembered as signalled by us (``was_signalled``) until ``forget_signalled``,
+    so a ``Child`` whose group anyone in the daemon killed reports ``killed``, not ``crashed``.
+    """
+    _SIGNALLED.add(pgid)
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def was_signalled(pgid: int) -> bool:
+    """Whether this process sent a signal to group ``pgid`` since it was last forgotten."""
+    return pgid in _SIGNALLED
+
+
+def forget_signalled(pgids: Iterable[int]) -> None:
+    """Forget groups that are gone (their leader was reaped), so their ids can be reused."""
+    _SIGNALLED.difference_update(pgids)
+
+
+def process_table() -> dict[int, tuple[int, int]]:
+    """Every process as ``pid -> (ppid, pgid)``, in one pass (``/proc/<pid>/stat`` on Linux)."""
+    if not os.path.isdir("/proc/self"):
+        return _process_table_psutil()
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # Fields after the command name: state, ppid, pgrp, ...
+        fields = stat.rpartition(b")")[2].split()
+        table[int(name)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def descendants_in(table: dict[int, tuple[int, int]], pid: int) -> set[int]:
+    """The descendants of ``pid`` according to ``table``."""
+    children: dict[int, list[int]] = {}
+    for child, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(child)
+    found: set[int] = set()
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        if child not in found:
+            found.add(child)
+            todo += children.get(child, [])
+    return found
+
+
+def marked_in(table: dict[int, tuple[int, int]], child_key: str) -> set[int]:
+    """The pids in ``table`` whose environment marker names ``child_key``.
+
+    As a subreaper the daemon is the parent of every orphan in its tree, so only its own
+    children (other than live ``Child`` leaders) are read; otherwise every process is.
+    """
+    me = os.getpid()
+    if prctl.is_child_subreaper():
+        live = reaper.live_pids()
+        candidates = [pid for pid, (ppid, _) in table.items() if ppid == me and pid not in live]
+    else:
+        candidates = [pid for pid in table if pid != me]
+    return {pid for pid in candidates if read_marker(pid)[1] == child_key}
+
+
+def is_alive(proc: psutil.Process) -> bool:
+    """Whether ``proc`` still runs (a zombie does not); an orphaned zombie of ours is reaped."""
+    try:
+        if not proc.is_running():
+            return False
+        if proc.status() != psutil.STATUS_ZOMBIE:
+            return True
+        if proc.ppid() == os.getpid():
+            reaper.reap_if_orphan(proc.pid)
+    except psutil.NoSuchProcess:
+        pass
+    except psutil.Error:
+        return True
+    return False
+
+
+def signal_all(procs: list[psutil.Process], sig: signal.Signals) -> None:
+    """Send ``sig`` to each process that is still the process we recorded."""
+    for proc in procs:
+        try:
+            proc.send_signal(sig)
+        except psutil.Error:
+            continue
+
+
+async def wait_gone(procs: list[psutil.Process], deadline: float) -> list[psutil.Process]:
+    """Poll until every process is dead or ``deadline`` (trio time); return the survivors.
+
+    Cancellation: returns nothing, raises ``Cancelled``; nothing is left half-done.
+    """
+    delay = 0.005
+    while True:
+        survivors = [p for p in procs if is_alive(p)]
+        if not survivors or trio.current_time() >= deadline:
+            return survivors
+        await trio.sleep(min(delay, max(0.0, deadline - trio.current_time())))
+        delay = min(delay * 2, 0.1)
+
+
+def wait_gone_blocking(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """``wait_gone`` for synchronous code (reconcile); returns the survivors."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        survivors = [p for p in procs if is_alive(p)]
+        if not survivors or time.monotonic() >= deadline:
+            return survivors
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.1)
+
+
+def _process_table_psutil() -> dict[int, tuple[int, int]]:
+    table = {}
+    for proc in psutil.process_iter(["ppid"]):
+        try:
+            table[proc.pid] = (proc.info["ppid"], os.getpgid(proc.pid))
+        except OSError:
+            continue
+    return table
+
+
+class Family:
+    """The processes that belong to one child besides its leader, gathered by repeated surveys.
+
+    A survey adds, never removes: a process seen once stays a member (by identity) until it is
+    dead, so a descendant orphaned between two surveys is still killed.
+    """
+
+    def __init__(self, leader: int, pgid: int, child_key: str) -> None:
+        self._leader = leader
+        self._pgid = pgid
+        self._key = child_key
+        self._procs: dict[tuple[int, float], psutil.Process] = {}
+
+    @property
+    def members(self) -> list[psutil.Process]:
+        """Every process seen so far, dead or alive."""
+        return list(self._procs.values())
+
+    def survey(self, *, leader_alive: bool) -> None:
+        """Add the group's members, the marked processes and (if it runs) the leader's descendants.
+
+        Blocking: reads ``/proc`` for every process (about a millisecond per hundred).
+        """
+        table = process_table()
+        found = {pid for pid, (_, pgid) in table.items() if pgid == self._pgid}
+        found |= marked_in(table, self._key)
+        if leader_alive:
+            found |= descendants_in(table, self._leader)
+        found.discard(self._leader)
+        for pid in found:
+            try:
+                proc = psutil.Process(pid)
+                self._procs.setdefault((pid, proc.create_time()), proc)
+            except psutil.Error:
+                continue

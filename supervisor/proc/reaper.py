@@ -1,0 +1,138 @@
+"""Reaping without stealing: the table of children a ``Child`` owns, and the orphan reaper.
+
+A subreaper daemon (``supervisor.proc.prctl.set_child_subreaper``) inherits every orphaned grandchild
+of its children; each must be reaped or it stays a zombie. ``waitpid(-1)`` would do that, but it
+would also steal the exit status of children that their owners are about to collect. So:
+
+* Every pid spawned by ``supervisor.proc.spawn`` enters the *live table* before the spawner releases
+  the table lock, and leaves it only when its ``Child`` has reaped it. Only the owner reaps a live
+  pid.
+* ``reap_orphans()`` lists this process's zombie children (``/proc/self/task/*/children``), and
+  reaps, one pid at a time with ``waitpid(pid, WNOHANG)``, those not in the live table, under the
+  same lock (so a child forked a moment ago cannot be mistaken for an orphan).
+* Code that forks *without* ``supervisor.proc.spawn`` (``trio.run_process``, ``subprocess.run``) owns
+  pids the table does not know. Its owners reap within microseconds of the exit, so the periodic
+  reaper (``run_orphan_reaper``) only reaps a zombie it already saw on the previous pass: a zombie
+  nobody claimed for a whole interval is an orphan. Calling ``reap_orphans()`` directly skips that
+  grace and is meant for tests and shutdown.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import threading
+from collections.abc import Collection
+
+import psutil
+import trio
+
+_TABLE_LOCK = threading.Lock()
+_LIVE: set[int] = set()
+
+
+def live_pids() -> frozenset[int]:
+    """The pids currently owned by a ``Child`` (spawned, not yet reaped)."""
+    with _TABLE_LOCK:
+        return frozenset(_LIVE)
+
+
+def orphan_zombies() -> set[int]:
+    """Zombie children of this process that no ``Child`` owns."""
+    with _TABLE_LOCK:
+        return {pid for pid in _zombie_children() if pid not in _LIVE}
+
+
+def reap_orphans(*, only: Collection[int] | None = None) -> list[int]:
+    """Reap zombie children no ``Child`` owns (restricted to ``only`` if given); return their pids.
+
+    Never blocks on a live child and never touches a pid in the live table.
+    """
+    reaped = []
+    with _TABLE_LOCK:
+        for pid in _zombie_children():
+            if pid in _LIVE or (only is not None and pid not in only):
+                continue
+            if _waitpid_nohang(pid):
+                reaped.append(pid)
+    return reaped
+
+
+def reap_if_orphan(pid: int) -> bool:
+    """Reap ``pid`` if it is an exited child of ours that no ``Child`` owns; whether it was."""
+    with _TABLE_LOCK:
+        return pid not in _LIVE and _waitpid_nohang(pid)
+
+
+async def run_orphan_reaper(
+    interval: float = 1.0, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Reap orphaned zombies every ``interval`` seconds, forever (start it with ``nursery.start``).
+
+    A zombie is reaped on the pass after the one that first saw it (see the module docstring).
+    The /proc scans run in a worker thread. Cancelling it is safe at any point.
+    """
+    seen: set[int] = set()
+    task_status.started()
+    while True:
+        if seen:
+            await trio.to_thread.run_sync(lambda: reap_orphans(only=seen))
+        seen = await trio.to_thread.run_sync(orphan_zombies)
+        await trio.sleep(interval)
+
+
+def _claim(pid: int) -> None:
+    """Enter ``pid`` in the live table; the caller holds ``_TABLE_LOCK``."""
+    _LIVE.add(pid)
+
+
+def _reap_owned(pid: int) -> bool:
+    """Reap live-table ``pid`` (an exited child) and drop it from the table; whether we reaped it.
+
+    False means someone else's ``waitpid(-1)`` took it first; it is dropped from the table anyway.
+    """
+    with _TABLE_LOCK:
+        _LIVE.discard(pid)
+        return _waitpid_nohang(pid)
+
+
+def _waitpid_nohang(pid: int) -> bool:
+    try:
+        got, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return got == pid
+
+
+def _zombie_children() -> list[int]:
+    # /proc/<pid>/task/<tid>/children needs CONFIG_PROC_CHILDREN; psutil scans all of /proc.
+    if not os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children"):
+        return _zombie_children_psutil()
+    pids: set[int] = set()
+    for path in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+        try:
+            with open(path, "rb") as f:
+                pids.update(int(p) for p in f.read().split())
+        except OSError:
+            continue
+    return [pid for pid in sorted(pids) if _is_zombie(pid)]
+
+
+def _zombie_children_psutil() -> list[int]:
+    zombies = []
+    for proc in psutil.Process().children():
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                zombies.append(proc.pid)
+        except psutil.Error:
+            continue
+    return zombies
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat.rpartition(b")")[2].split()[:1] == [b"Z"]

@@ -1,0 +1,185 @@
+"""Forking children: one long-lived spawner thread, pipes as trio streams, typed launch errors.
+
+Why not ``trio.lowlevel.open_process``: it forks in trio's cached worker threads, and those exit
+after ten idle seconds. The kernel delivers ``PR_SET_PDEATHSIG`` when the *thread* that forked a
+child exits, so a parent-death signal set there would kill healthy children at random. Here every
+fork happens in one daemon thread, started on first use and alive until the process exits, which
+makes the parent-death signal mean "the daemon died". The thread also enters the new pid in the
+reaper's live table under the table lock, so the orphan reaper can never mistake it for an orphan.
+
+Exit is observed through a pidfd (``Child`` does that), and reaping is the ``Child``'s job, so the
+``subprocess.Popen`` object is used only to fork and exec: it reports exec failures (a missing
+binary, a bad cwd) as ``OSError`` with the errno, which becomes ``LaunchFailed``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
+
+import trio
+
+from protocol.errors import LaunchFailed
+from supervisor.proc import prctl
+from supervisor.proc import reaper
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A freshly forked child: its pid (already in the live table) and our ends of its pipes."""
+
+    pid: int
+    popen: subprocess.Popen[bytes]
+    stdin: trio.lowlevel.FdStream
+    stdout: trio.lowlevel.FdStream
+    stderr: trio.lowlevel.FdStream
+
+
+async def launch(
+    argv: Sequence[str],
+    *,
+    cwd: str | None,
+    env: Mapping[str, str],
+    death_signal: signal.Signals | None,
+) -> Launched:
+    """Fork and exec ``argv`` in a new session with piped stdin/stdout/stderr.
+
+    Raises ``LaunchFailed`` (``data``: errno, strerror, filename, argv0) if the exec or the
+    ``cwd`` fails. Not cancellable once the fork is under way: a child must not be left without
+    an owner, so cancellation takes effect at the caller's next checkpoint.
+    """
+    fds: list[int] = []
+    try:
+        try:
+            popen, ours = await _fork_with_pipes(argv, cwd, env, death_signal, fds)
+        except OSError as exc:
+            raise LaunchFailed(
+                f"cannot start {argv[0]!r}: {exc.strerror or exc}",
+                data={
+                    "errno": exc.errno,
+                    "strerror": exc.strerror,
+                    "filename": None if exc.filename is None else os.fsdecode(exc.filename),
+                    "argv0": argv[0],
+                },
+            ) from exc
+        except subprocess.SubprocessError as exc:
+            raise LaunchFailed(f"cannot start {argv[0]!r}: {exc}", data={"argv0": argv[0]}) from exc
+        streams = [trio.lowlevel.FdStream(fd) for fd in ours]
+        fds.clear()
+        return Launched(popen.pid, popen, *streams)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+async def _fork_with_pipes(
+    argv: Sequence[str],
+    cwd: str | None,
+    env: Mapping[str, str],
+    death_signal: signal.Signals | None,
+    fds: list[int],
+) -> tuple[subprocess.Popen[bytes], tuple[int, int, int]]:
+    """Fork with three fresh pipes; close the child's ends here, leave ours in ``fds``."""
+    stdin_r, stdin_w = _pipe(fds)
+    stdout_r, stdout_w = _pipe(fds)
+    stderr_r, stderr_w = _pipe(fds)
+    hook = prctl.parent_death_hook(death_signal) if death_signal is not None else None
+    fork = partial(_fork, list(argv), cwd, dict(env), hook, (stdin_r, stdout_w, stderr_w))
+    popen = await _in_spawner_thread(fork)
+    for fd in (stdin_r, stdout_w, stderr_w):
+        fds.remove(fd)
+        os.close(fd)
+    return popen, (stdin_w, stdout_r, stderr_r)
+
+
+def _pipe(fds: list[int]) -> tuple[int, int]:
+    read, write = os.pipe()
+    fds += (read, write)
+    return read, write
+
+
+def _fork(
+    argv: list[str],
+    cwd: str | None,
+    env: dict[str, str],
+    hook: Callable[[], None] | None,
+    stdio: tuple[int, int, int],
+) -> subprocess.Popen[bytes]:
+    with reaper._TABLE_LOCK:
+        popen = subprocess.Popen(
+            argv,
+            stdin=stdio[0],
+            stdout=stdio[1],
+            stderr=stdio[2],
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            preexec_fn=hook,
+            close_fds=True,
+        )
+        reaper._claim(popen.pid)
+    return popen
+
+
+class _Spawner:
+    """One daemon thread that runs fork jobs in order, for the life of the process."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="corral-spawner", daemon=True
+                )
+                self._thread.start()
+        self._jobs.put(job)
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        return self._thread
+
+    def _run(self) -> None:
+        while True:
+            self._jobs.get()()
+
+
+_SPAWNER = _Spawner()
+
+
+def spawner_thread() -> threading.Thread | None:
+    """The thread every child is forked from (None before the first spawn); for diagnostics."""
+    return _SPAWNER.thread
+
+
+async def _in_spawner_thread(fn: Callable[[], _T]) -> _T:
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+    results: list[_T] = []
+    errors: list[BaseException] = []
+
+    def job() -> None:
+        try:
+            results.append(fn())
+        except BaseException as exc:  # delivered to the caller; the thread must not die
+            errors.append(exc)
+        token.run_sync_soon(done.set)
+
+    _SPAWNER.submit(job)
+    with trio.CancelScope(shield=True):
+        await done.wait()
+    if errors:
+        raise errors[0]
+    return results[0]

@@ -1,0 +1,191 @@
+"""The listener: accepts streams on TCP loopback and the Unix socket, one connection child each.
+
+The daemon binds the sockets once at boot (``bind``) and keeps them for its whole life, so a
+restarted listener serves the very same port and ``daemon.json`` never goes stale. The listener
+owns no connection: for each accepted stream it asks the connection supervisor to start a
+temporary child, which does the websocket upgrade (after the ``Gate``) and then runs the
+``Connection`` actor. A connection that crashes is logged and closed by its supervisor alone.
+
+An oversized message is answered with an ``error`` frame ``frame_too_large`` and close code 1009
+with that reason. For that this module leans on two internals of trio-websocket 0.12.2 (pinned):
+the connection's ``_reader_task``/``_get_request`` (to run the upgrade on a stream we accepted)
+and ``_handle_message_event`` (to give an oversized frame the protocol's own error).
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+import os
+import socket
+import stat
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+
+import trio
+import wsproto.events as wse
+from trio_websocket import CloseReason, WebSocketConnection
+from wsproto import ConnectionType, WSConnection
+
+from protocol.codec import encode
+from protocol.errors import ErrorCode
+from protocol.messages import ErrorFrame
+from protocol.models import DaemonInfo
+from supervisor.server.connection import Backend, Connection
+from supervisor.server.gate import Gate
+from supervisor.tree import ChildSpec, RestartType, Supervisor
+
+__all__ = ["Sockets", "bind", "run_listener"]
+
+log = logging.getLogger("corral.listener")
+_ids = itertools.count(1)
+_DISCONNECT_TIMEOUT = 5.0
+_RETRY = 0.1
+_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+
+class Sockets:
+    """The daemon's listening sockets, bound once at boot: TCP (``port``) and the Unix socket."""
+
+    def __init__(self, tcp: list[trio.SocketListener], unix: trio.SocketListener, socket_path: Path) -> None:
+        self.tcp = tcp
+        self.unix = unix
+        self.socket_path = socket_path
+        self.port: int = tcp[0].socket.getsockname()[1]
+
+    def close(self) -> None:
+        """Close every socket and remove the Unix socket's file."""
+        for listener in (*self.tcp, self.unix):
+            listener.socket.close()
+        self.socket_path.unlink(missing_ok=True)
+
+
+async def bind(*, host: str, port: int, socket_path: Path) -> Sockets:
+    """Bind ``host:port`` (0: a free port) and ``socket_path`` (mode 0600)."""
+    tcp = await trio.open_tcp_listeners(port, host=host)
+    return Sockets(tcp, await _unix_listener(socket_path), socket_path)
+
+
+async def run_listener(sockets: Sockets, connections: Supervisor, backend: Backend, *, token: str,
+                       info: DaemonInfo, frame_limit: int, queue_size: int, handshake_timeout: float,
+                       extra_origins: Sequence[str] = (),
+                       task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+    """Accept until cancelled; each stream becomes a temporary child of ``connections``."""
+    gate = Gate(sockets.port, extra_origins)
+    serving = _Serving(gate, backend, token, info, frame_limit, queue_size, handshake_timeout)
+
+    async def accept(stream: trio.abc.Stream, unix: bool) -> None:
+        spec = ChildSpec(id=f"conn-{next(_ids)}", start=partial(serving.run, stream, unix),
+                         restart=RestartType.TEMPORARY, shutdown=_DISCONNECT_TIMEOUT)
+        try:
+            await connections.start_child(spec)
+        except Exception:
+            log.exception("could not start a connection")
+            await trio.aclose_forcefully(stream)
+
+    async with trio.open_nursery() as nursery:
+        for listener in sockets.tcp:
+            nursery.start_soon(_accept_loop, listener, False, accept)
+        nursery.start_soon(_accept_loop, sockets.unix, True, accept)
+        task_status.started(sockets.port)
+
+
+async def _accept_loop(listener: trio.SocketListener, unix: bool,
+                       accept: Callable[[trio.abc.Stream, bool], Awaitable[None]]) -> None:
+    """Accept forever; the listener stays open when this is cancelled (a restart reuses it)."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _CAPACITY_ERRNOS:
+                raise
+            log.error("accept failed (%s); retrying in %g s", os.strerror(exc.errno or 0), _RETRY)
+            await trio.sleep(_RETRY)
+            continue
+        await accept(stream, unix)
+
+
+class _Serving:
+    """Runs one accepted stream: the websocket upgrade behind the gate, then a ``Connection``."""
+
+    def __init__(self, gate: Gate, backend: Backend, token: str, info: DaemonInfo, frame_limit: int,
+                 queue_size: int, handshake_timeout: float) -> None:
+        self.gate = gate
+        self.backend = backend
+        self.token = token
+        self.info = info
+        self.frame_limit = frame_limit
+        self.queue_size = queue_size
+        self.handshake_timeout = handshake_timeout
+
+    async def run(self, stream: trio.abc.Stream, unix: bool, *,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                ws = _Connection(stream, WSConnection(ConnectionType.SERVER), message_queue_size=16,
+                                 max_message_size=self.frame_limit)
+                nursery.start_soon(ws._reader_task)
+                try:
+                    accepted: WebSocketConnection | None = None
+                    with trio.move_on_after(self.handshake_timeout):
+                        accepted = await self._upgrade(ws, unix)
+                    if accepted is not None:
+                        await Connection(accepted, self.backend, token=self.token, info=self.info,
+                                         queue_size=self.queue_size,
+                                         handshake_timeout=self.handshake_timeout).run()
+                finally:
+                    with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_TIMEOUT):
+                        await ws.aclose()
+                    nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(stream)
+
+    async def _upgrade(self, ws: _Connection, unix: bool) -> WebSocketConnection | None:
+        """The upgraded connection, or ``None`` when the gate refused the request."""
+        request = await ws._get_request()
+        # wsproto keeps Host out of the extra headers; it is on the handshake event.
+        host = str(getattr(getattr(request, "_event", None), "host", "") or "")
+        reason = self.gate.refusal(request.path, host, request.headers, unix=unix)
+        if reason is not None:
+            await request.reject(403, body=reason.encode())
+            return None
+        return await request.accept()
+
+
+async def _unix_listener(path: Path) -> trio.SocketListener:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and stat.S_ISSOCK(path.stat().st_mode):
+        path.unlink()
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        await sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return trio.SocketListener(sock)
+
+
+class _Connection(WebSocketConnection):
+    """A connection whose oversized frame gets the protocol's error and close reason."""
+
+    async def _handle_message_event(self, event: wse.BytesMessage | wse.TextMessage) -> None:
+        if self._message_size + len(event.data) > self._max_message_size:
+            limit = self._max_message_size
+            self._message_size = 0
+            self._message_parts = []
+            frame = ErrorFrame(id=None, code=ErrorCode.FRAME_TOO_LARGE.value,
+                               message=f"frame exceeds the {limit}-byte limit")
+            await self._send(wse.TextMessage(data=encode(frame).decode()))
+            reason = ErrorCode.FRAME_TOO_LARGE.value
+            self._close_reason = CloseReason(1009, reason)
+            await self._send(wse.CloseConnection(code=1009, reason=reason))
+            await self._recv_channel.aclose()
+            self._reader_running = False
+            return
+        await super()._handle_message_event(event)

@@ -1,0 +1,256 @@
+"""The crash ledger: atomic rows, and reconcile against real processes abandoned by a real crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+from msgspec.structs import replace
+import psutil
+import pytest
+import trio
+
+from supervisor.ledger import store as ledger_module
+from supervisor.proc.identity import (
+    ENV_CHILD_KEY,
+    ENV_STATE_DIR,
+    StartToken,
+    boot_id,
+    real_state_dir,
+    start_token,
+)
+from supervisor.ledger.store import (
+    LEDGER_FILE,
+    Ledger,
+    LedgerRow,
+    argv_hash,
+    load,
+    write,
+)
+from supervisor.ledger.reconcile import ReconcileReport, reconcile
+from supervisor.proc.child import ExitStatus, ProcessSpec, open_child
+from tests.fakes.proctools import is_dead, processes, start_python, subreaper, wait_dead
+
+pytestmark = pytest.mark.usefixtures("subreaper")
+assert subreaper  # the fixture is used by name through pytestmark
+
+
+def row_for(key: str, pid: int, token: StartToken) -> LedgerRow:
+    argv = ["sleep", "1000"]
+    return LedgerRow(key=key, kind="test", pid=pid, pgid=pid, token=token,
+                     argv_hash=argv_hash(argv), argv=argv, started_at=0.0)
+
+
+@pytest.fixture
+def bystanders() -> Iterator[Procs]:
+    """Processes a test starts outside corral; killed and reaped afterwards whatever happens."""
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+Procs = list[subprocess.Popen[bytes]]
+
+
+def sleep_proc(procs: Procs, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(["sleep", "1000"], start_new_session=True, env=env)
+    procs.append(proc)
+    return proc
+
+
+async def abandon(state: Path, count: int, mode: str) -> list[int]:
+    """Start a stand-in daemon that spawns ``count`` leaders with grandchildren, then SIGKILL it."""
+    daemon = start_python("daemon", str(state), str(count), mode)
+    assert daemon.stdout is not None
+    try:
+        line = await trio.to_thread.run_sync(daemon.stdout.readline, abandon_on_cancel=True)
+    finally:
+        daemon.kill()
+        daemon.wait()
+        daemon.stdout.close()
+    pids: list[int] = json.loads(line)["pids"]
+    return pids
+
+
+async def reconcile_in_fresh_process(state: Path) -> ReconcileReport:
+    proc = start_python("reconcile", str(state))
+    out, _ = await trio.to_thread.run_sync(proc.communicate, abandon_on_cancel=True)
+    assert proc.returncode == 0
+    return msgspec.json.decode(out, type=ReconcileReport)
+
+
+async def test_reconcile_from_a_fresh_process_kills_all_a_crashed_daemon_left(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    with trio.fail_after(60):
+        pids = await abandon(state, 4, "mixed")
+        family = processes(pids)
+        assert len(family) == 16  # 4 leaders, each with 3 grandchildren
+        assert [p.pid for p in family if is_dead(p)] == []
+        rows, corrupt = load(str(state / LEDGER_FILE))
+        assert corrupt is None and len(rows) == 4
+        report = await reconcile_in_fresh_process(state)
+        assert await wait_dead(family) == []
+    assert {k.pid for k in report.killed} == set(pids)
+    assert {k.role for k in report.killed} == {"leader", "group", "descendant", "marker"}
+    assert {k.key for k in report.killed} == {row.key for row in rows}
+    assert report.stale == [] and report.corrupt is None and report.survivors == []
+    assert load(str(state / LEDGER_FILE)) == ([], None)
+
+
+async def test_grandchildren_outlive_a_leader_killed_by_its_parent_death_signal(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    with trio.fail_after(60):
+        pids = await abandon(state, 2, "pdeath-kill")
+        rows, _ = load(str(state / LEDGER_FILE))
+        leaders = processes([row.pid for row in rows])
+        grandchildren = processes([pid for pid in pids if pid not in {row.pid for row in rows}])
+        assert await wait_dead(leaders) == []  # the daemon's death killed them, and only them
+        assert len(grandchildren) == 6 and [p.pid for p in grandchildren if is_dead(p)] == []
+        report = await trio.to_thread.run_sync(reconcile, state)
+        assert await wait_dead(grandchildren) == []
+    assert sorted(r.key for r in report.stale) == sorted(r.key for r in rows)
+    assert {k.pid for k in report.killed} == {p.pid for p in grandchildren}
+    assert {k.role for k in report.killed} == {"group", "marker"}
+
+
+async def test_reconcile_spares_what_is_not_ours(tmp_path: Path, bystanders: Procs) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    ours = real_state_dir(state)
+    reused = sleep_proc(bystanders)
+    other_boot = sleep_proc(bystanders)
+    other = {**os.environ, ENV_STATE_DIR: str(tmp_path / "other"), ENV_CHILD_KEY: "k3"}
+    elsewhere = sleep_proc(bystanders, env=other)
+    early = sleep_proc(bystanders, env={**os.environ, ENV_STATE_DIR: ours, ENV_CHILD_KEY: "k4"})
+    stray = sleep_proc(bystanders, env={**os.environ, ENV_STATE_DIR: ours, ENV_CHILD_KEY: "k5"})
+    token = start_token(reused.pid)
+    assert token.start_ticks is not None
+    early_token = start_token(early.pid)
+    assert early_token.start_ticks is not None
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    rows = [
+        row_for("k1", reused.pid, replace(token, start_ticks=token.start_ticks - 1)),
+        row_for("k2", other_boot.pid, replace(start_token(other_boot.pid), boot_id="another-boot")),
+        # The row for k4 names a process that started after ``early``: early is not its descendant.
+        row_for("k4", gone.pid, replace(early_token, start_ticks=early_token.start_ticks + 100)),
+    ]
+    write(str(state / LEDGER_FILE), rows)
+    with trio.fail_after(30):
+        report = await trio.to_thread.run_sync(reconcile, state)
+        assert await wait_dead(processes([stray.pid])) == []
+    assert [(k.pid, k.key, k.role) for k in report.killed] == [(stray.pid, "k5", "marker")]
+    assert sorted(r.key for r in report.stale) == ["k1", "k2", "k4"]
+    for proc in (reused, other_boot, elsewhere, early):
+        assert proc.poll() is None
+    assert load(str(state / LEDGER_FILE)) == ([], None)
+
+
+async def test_a_live_recorded_child_is_killed_with_its_group(
+    tmp_path: Path, bystanders: Procs
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    leader = subprocess.Popen(["sh", "-c", "sleep 1000 & wait"], start_new_session=True)
+    bystanders.append(leader)
+    handle = psutil.Process(leader.pid)
+    with trio.fail_after(30):
+        while not (members := handle.children()):
+            await trio.sleep(0.01)
+        write(str(state / LEDGER_FILE), [row_for("k", leader.pid, start_token(leader.pid))])
+        report = await trio.to_thread.run_sync(reconcile, state)
+        # Reconcile reaped them: as a subreaper we are their parent (the daemon is, after a crash).
+        assert await wait_dead([handle, *members]) == []
+    assert sorted((k.pid, k.role, k.argv[0]) for k in report.killed) == sorted(
+        [(leader.pid, "leader", "sh"), (members[0].pid, "group", "sleep")]
+    )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"\x00\xffnot json",
+        b'{"version": 1, "rows": [{"key": "a", "kind"',
+        b'{"version": 1, "rows": [{"key": 1}]}',
+    ],
+    ids=["empty", "garbage", "truncated", "wrong-schema"],
+)
+async def test_a_corrupt_ledger_is_set_aside_and_reported(tmp_path: Path, content: bytes) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / LEDGER_FILE).write_bytes(content)
+    report = await trio.to_thread.run_sync(reconcile, state)
+    assert report.corrupt is not None and Path(report.corrupt).read_bytes() == content
+    assert Path(report.corrupt).parent == state.resolve()
+    assert report.killed == [] and report.stale == []
+    assert load(str(state / LEDGER_FILE)) == ([], None)
+    (state / LEDGER_FILE).write_bytes(content)
+    ledger = Ledger(state)
+    assert ledger.corrupt is not None and ledger.rows() == []
+    await ledger.add(row_for("k", 1, start_token(1)))
+    assert [r.key for r in load(ledger.path)[0]] == ["k"]
+
+
+async def test_reconcile_without_a_state_dir_is_a_no_op(tmp_path: Path) -> None:
+    report = await trio.to_thread.run_sync(reconcile, tmp_path / "missing")
+    assert report == ReconcileReport(killed=[], stale=[], corrupt=None, survivors=[])
+    assert not (tmp_path / "missing").exists()
+
+
+async def test_rows_are_atomic_durable_and_kept_across_instances(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    a, b = row_for("a", 1, start_token(1)), row_for("b", 1, start_token(1))
+    await ledger.add(a)
+    await ledger.add(b)
+    await ledger.add(replace(a, kind="replaced"))
+    assert [(r.key, r.kind) for r in load(ledger.path)[0]] == [("a", "replaced"), ("b", "test")]
+    assert [r.key for r in Ledger(tmp_path).rows()] == ["a", "b"]
+    await ledger.remove("a")
+    await ledger.remove("missing")
+    assert load(ledger.path)[0] == [b]
+    assert sorted(os.listdir(tmp_path)) == [LEDGER_FILE]
+    assert os.stat(ledger.path).st_mode & 0o777 == 0o600
+
+
+async def test_concurrent_writes_are_coalesced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = Ledger(tmp_path)
+    writes: list[int] = []
+
+    def counting_write(path: str, rows: list[LedgerRow]) -> None:
+        writes.append(len(rows))
+        write(path, rows)
+
+    monkeypatch.setattr(ledger_module, "write", counting_write)
+    async with trio.open_nursery() as nursery:
+        for i in range(50):
+            nursery.start_soon(ledger.add, row_for(f"k{i}", 1, start_token(1)))
+    assert len(load(ledger.path)[0]) == 50
+    assert writes[-1] == 50 and len(writes) < 50
+
+
+async def test_kill_recorded_kills_recorded_children_only(tmp_path: Path, bystanders: Procs) -> None:
+    ledger = Ledger(tmp_path)
+    unrelated = sleep_proc(bystanders)
+    token = start_token(unrelated.pid)
+    assert token.start_ticks is not None
+    other_token = replace(token, start_ticks=token.start_ticks - 1)
+    await ledger.add(row_for("unrelated", unrelated.pid, other_token))
+    with trio.fail_after(30):
+        async with open_child(ProcessSpec(key="k", argv=["sleep", "1000"]), ledger=ledger) as child:
+            assert ledger.kill_recorded() == [child.pid]
+            assert await child.wait() == ExitStatus(reason="killed", signal="SIGKILL")
+    assert unrelated.poll() is None
+    assert boot_id() == token.boot_id
