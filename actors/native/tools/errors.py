@@ -13,6 +13,8 @@ import enum
 class ToolErrorCode(enum.StrEnum):
     """Every code a coding tool reports. Never rename or reuse a value (a test pins the list)."""
 
+    UNKNOWN_TOOL = "unknown_tool"
+    """The model called a tool name that is not in the table."""
     INVALID_ARGUMENTS = "invalid_arguments"
     """The arguments do not fit the tool's parameters (wrong type, out of range, bad regex)."""
     PATH_OUTSIDE_WORKSPACE = "path_outside_workspace"

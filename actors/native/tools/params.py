@@ -47,7 +47,7 @@ class BashParams(_Params, kw_only=True, frozen=True):
     """Parameters of bash: one command line."""
 
     command: Annotated[str, Meta(description="Shell command line, run by bash in the working directory.")]
-    timeout: Annotated[float, Meta(gt=0, description="Seconds before the command is killed (default 120).")] | UnsetType = UNSET
+    timeout: Annotated[float, Meta(ge=1, description="Seconds before the command is killed (default 120, at most 600).")] | UnsetType = UNSET
 
 
 class GrepParams(_Params, kw_only=True, frozen=True):
