@@ -44,8 +44,10 @@ async def guarded(ws: Workspace, body: Callable[[], Awaitable[ToolOutcome]]) -> 
         outcome = ToolOutcome.error(ToolErrorCode.IO_ERROR, f"{exc.strerror or exc}{where}")
     except Exception as exc:  # a bug of ours must still reach the model as a result, not a crash
         outcome = ToolOutcome.error(ToolErrorCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-    text, cut = clip(outcome.text, min(ws.limits.call_output_bytes, ws.output_left))
-    ws.output_used += len(text.encode())
+    allowance = min(ws.limits.call_output_bytes, ws.output_left)
+    text, cut = clip(outcome.text, allowance)
+    # Cut short by the session's budget: that budget is now spent, whatever the marker saved.
+    ws.output_used += allowance if cut and allowance == ws.output_left else len(text.encode())
     if cut:
         outcome = msgspec.structs.replace(outcome, text=text, truncated=True)
     return outcome

@@ -106,7 +106,8 @@ def _ls(stop: threading.Event, ws: Workspace, params: LsParams) -> ToolOutcome:
     shown = [_describe(e) for e in walk.listing()]
     notes = [f"[showing the first {len(shown)} entries]"] if walk.truncated else []
     if walk.ignored:
-        notes.append(f"[{walk.ignored} entries ignored by .gitignore not shown]")
+        noun = "entry" if walk.ignored == 1 else "entries"
+        notes.append(f"[{walk.ignored} {noun} ignored by .gitignore not shown]")
     body = shown or [f"{display} is empty."]
     return ToolOutcome(text="\n".join(body + notes), path=display, count=len(shown), truncated=walk.truncated)
 
