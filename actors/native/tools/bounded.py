@@ -52,6 +52,11 @@ class HeadTail:
             del self._tail[: len(self._tail) - self._tail_max]
 
     @property
+    def retained(self) -> int:
+        """Bytes held in memory right now."""
+        return len(self._head) + len(self._tail)
+
+    @property
     def elided(self) -> int:
         """Bytes that fell between head and tail."""
         return max(self.total - len(self._head) - self._tail_max, 0)
