@@ -88,7 +88,7 @@ def _write(stop: threading.Event, ws: Workspace, params: WriteParams) -> ToolOut
             st = None
         if st is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            old, mode = "", NEW_FILE_MODE
+            old, mode, owner = "", NEW_FILE_MODE, None
         else:
             if not stat.S_ISREG(st.st_mode):
                 raise ToolError(ToolErrorCode.NOT_A_FILE, f"{display} exists and is not a regular file.")
@@ -97,8 +97,8 @@ def _write(stop: threading.Event, ws: Workspace, params: WriteParams) -> ToolOut
                 current = f.read(seen.size + 1)
             ws.ledger.verify(seen, display, current)
             old = current.removeprefix(BOM).decode("utf-8", errors="replace")
-            mode = stat.S_IMODE(st.st_mode)
-        ws.ledger.record(str(path), data, atomic_write(path, data, mode))
+            mode, owner = stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)
+        ws.ledger.record(str(path), data, atomic_write(path, data, mode, owner))
     verb = "Created" if st is None else "Wrote"
     return ToolOutcome(
         text=f"{verb} {display} ({len(split_lines(params.content))} lines, {len(data)} bytes).",
@@ -129,7 +129,8 @@ def _edit(stop: threading.Event, ws: Workspace, params: EditParams) -> ToolOutco
         if dominant_newline(loaded.text) == "\r\n":
             result = result.replace("\n", "\r\n")
         data = (BOM if loaded.bom else b"") + _encode(result, "new_string")
-        ws.ledger.record(str(path), data, atomic_write(path, data, stat.S_IMODE(loaded.stat.st_mode)))
+        st = loaded.stat
+        ws.ledger.record(str(path), data, atomic_write(path, data, stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)))
     plural = "occurrence" if change.replaced == 1 else "occurrences"
     how = "" if change.kind == "exact" else f" ({change.kind.replace('_', ' ')} differences ignored)"
     return ToolOutcome(

@@ -49,9 +49,12 @@ def _grep(stop: threading.Event, ws: Workspace, params: GrepParams) -> ToolOutco
     limits = ws.limits
     walk: TreeWalk | None = None
     files: Iterator[Entry] = iter([Entry(display, target, "file")])
-    if stat.S_ISDIR(os.stat(target).st_mode):
+    mode = os.stat(target).st_mode
+    if stat.S_ISDIR(mode):
         walk = TreeWalk(ws.root, target, max_entries=limits.walk_max_entries, stop=stop)
         files = _only_files(walk, target, ws.root, params.glob)
+    elif not stat.S_ISREG(mode):
+        raise ToolError(ToolErrorCode.NOT_A_FILE, f"{display} is neither a regular file nor a directory.")
     hits: list[str] = []
     skipped, capped = 0, False
     for entry in files:
@@ -146,8 +149,9 @@ def _only_files(walk: TreeWalk, target: Path, root: Path, glob: str | UnsetType)
 def _text_lines(path: Path, max_bytes: int) -> list[str] | None:
     """The lines of a text file (numbered as read numbers them), or None to skip it."""
     try:
-        if os.lstat(path).st_size > max_bytes:
-            return None
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None  # a FIFO swapped in after the walk would block the read
         data = path.read_bytes()
     except OSError:
         return None

@@ -8,6 +8,7 @@ the target, fsync of the directory so the rename itself survives a crash.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import os
@@ -84,14 +85,21 @@ def dominant_newline(text: str) -> str:
     return "\r\n" if crlf > text.count("\n") - crlf else "\n"
 
 
-def atomic_write(path: Path, data: bytes, mode: int) -> os.stat_result:
-    """Replace (or create) ``path`` with ``data`` and permission bits ``mode``; its new stat."""
+def atomic_write(path: Path, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> os.stat_result:
+    """Replace (or create) ``path`` with ``data`` and permission bits ``mode``; its new stat.
+
+    ``owner`` (uid, gid) is given back to a replaced file where the OS allows it (as root), so
+    an edit does not quietly take a file over; otherwise the new file is ours.
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fchmod(f.fileno(), mode)  # explicit, so the umask does not decide
+            if owner is not None and owner != (os.getuid(), os.getgid()):
+                with contextlib.suppress(PermissionError):
+                    os.fchown(f.fileno(), *owner)
+            os.fchmod(f.fileno(), mode)  # explicit, so the umask does not decide (and after chown)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:

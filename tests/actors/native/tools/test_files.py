@@ -159,3 +159,21 @@ def test_write_onto_a_directory_is_refused(ws: Workspace, root: Path) -> None:
     assert call(ws, "write", path="d", content="x").code is ToolErrorCode.NOT_A_FILE
     assert call(ws, "read", path="d").code is ToolErrorCode.NOT_A_FILE
     assert call(ws, "read", path="missing.txt").code is ToolErrorCode.NOT_FOUND
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_owner_of_a_replaced_file_is_kept(ws: Workspace, root: Path) -> None:
+    path = root / "theirs.txt"
+    path.write_text("a\n")
+    os.chown(path, 65534, 65534)
+    call(ws, "read", path="theirs.txt")
+    assert not call(ws, "edit", path="theirs.txt", old_string="a", new_string="b").is_error
+    assert (path.stat().st_uid, path.stat().st_gid) == (65534, 65534)
+
+
+def test_special_files_are_not_opened(ws: Workspace, root: Path) -> None:
+    os.mkfifo(root / "pipe")  # opening it for reading would block for ever
+    assert call(ws, "read", path="pipe").code is ToolErrorCode.NOT_A_FILE
+    assert call(ws, "grep", pattern="x", path="pipe").code is ToolErrorCode.NOT_A_FILE
+    assert call(ws, "write", path="pipe", content="x").code is ToolErrorCode.NOT_A_FILE
+    assert call(ws, "grep", pattern="x").text == "No lines match 'x' in .."
