@@ -1,0 +1,139 @@
+"""The ADK pieces of one native session: coding tools as ADK tools, a switchable model, the agent.
+
+``CodingTool`` wraps one entry of ``actors.native.tools.TOOLS``. When the session's ``Gate``
+says the tool asks, it uses ADK's tool confirmation: the first call records
+``tool_context.request_confirmation()`` and answers the model with ``NOT_RUN`` (a placeholder the
+model only ever sees if the turn ends before anyone answers); ADK then pauses the invocation
+(the app is resumable) and the worker resumes it with the user's ``ToolConfirmation``: confirmed
+→ the tool runs, refused → the model reads ``REFUSED``. Every result is ``{"output": text}`` or
+``{"error": text}``; the adapters send the text alone.
+
+``SwitchableLlm`` is the agent's model: it forwards each call to the model currently in its
+``ModelSlot``, so ``set_model`` takes effect at the next model call even inside a running
+invocation (ADK may copy the agent, never the slot it shares).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+
+from google.adk.agents import LlmAgent
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.apps import App, ResumabilityConfig
+from google.adk.models._capabilities import LlmCapabilities
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_context import ToolContext
+from google.genai import types
+from pydantic import PrivateAttr
+
+from actors.native.gate import Gate
+from actors.native.tools import ToolSpec, Workspace, call_tool
+
+__all__ = ["APP_NAME", "MODEL_KEY", "NOT_RUN", "REFUSED", "USER_ID", "CodingTool", "ModelSlot",
+           "SwitchableLlm", "build_app"]
+
+APP_NAME = "corral"
+USER_ID = "corral"
+
+MODEL_KEY = "corral_model"
+"""``custom_metadata`` key of a final model response: the ``PROVIDER/NAME`` that answered."""
+
+NOT_RUN = ("This call did not run: it needs the user's approval, and the turn ended before "
+           "the user answered.")
+REFUSED = "The user refused to let this call run. Do not retry it unless the user asks you to."
+
+BeforeModel = Callable[[CallbackContext, LlmRequest], Awaitable[LlmResponse | None]]
+
+
+class CodingTool(BaseTool):
+    """One coding tool as an ADK tool (see the module docstring)."""
+
+    def __init__(self, spec: ToolSpec, workspace: Workspace, gate: Gate) -> None:
+        super().__init__(name=spec.name, description=spec.description)
+        self.spec = spec
+        self._workspace = workspace
+        self._gate = gate
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return types.FunctionDeclaration(name=self.name, description=self.description,
+                                         parameters_json_schema=self.spec.schema)
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        """Ask first if the gate says so; then run the tool (cancellation kills what it runs)."""
+        if self._gate.asks(self.name):
+            confirmation = tool_context.tool_confirmation
+            if confirmation is None:
+                tool_context.request_confirmation(hint=f"Allow {self.name}?")
+                return {"error": NOT_RUN}
+            if not confirmation.confirmed:
+                return {"error": REFUSED}
+        outcome = await call_tool(self._workspace, self.name, args)
+        return {"error": outcome.text} if outcome.is_error else {"output": outcome.text}
+
+
+class ModelSlot:
+    """The model a session calls now, and its ``PROVIDER/NAME``; shared by every copy."""
+
+    def __init__(self, llm: BaseLlm, spec: str) -> None:
+        self.llm = llm
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        """The model NAME (after the provider), as prices are keyed."""
+        return self.spec.partition("/")[2]
+
+
+class SwitchableLlm(BaseLlm):
+    """Forwards every call to ``slot.llm`` as it is when the call starts, and stamps the final
+    response with that model's ``PROVIDER/NAME`` (``MODEL_KEY``) for the turn's accounting."""
+
+    _slot: ModelSlot = PrivateAttr()
+
+    def __init__(self, slot: ModelSlot) -> None:
+        super().__init__(model=slot.spec)
+        self._slot = slot
+
+    @property
+    def capabilities(self) -> LlmCapabilities:
+        """The current model's."""
+        return self._slot.llm.capabilities
+
+    async def generate_content_async(self, llm_request: LlmRequest,
+                                     stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
+        """One call of the current model."""
+        llm, spec = self._slot.llm, self._slot.spec
+        async for response in llm.generate_content_async(llm_request, stream):
+            if not response.partial:
+                response.custom_metadata = {**(response.custom_metadata or {}), MODEL_KEY: spec}
+            yield response
+
+
+def build_app(slot: ModelSlot, tools: list[BaseTool], *, instruction: Callable[[Any], str],
+              before_model: BeforeModel, thinking: bool) -> App:
+    """The resumable ADK app around one ``LlmAgent`` (resumable: confirmations pause it).
+
+    ``instruction`` is a provider function so that ADK does not expand ``{…}`` in it."""
+    config = None
+    if thinking:
+        config = types.GenerateContentConfig(
+            thinking_config=types.ThinkingConfig(include_thoughts=True))
+    agent = LlmAgent(name="corral", model=SwitchableLlm(slot), instruction=instruction,
+                     tools=list(tools), generate_content_config=config,
+                     before_model_callback=before_model, on_tool_error_callback=_tool_error)
+    with warnings.catch_warnings():
+        # Resumability is marked experimental; it is what makes a confirmation pause the run.
+        warnings.filterwarnings("ignore", message=r".*ResumabilityConfig", category=UserWarning)
+        resumable = ResumabilityConfig(is_resumable=True)
+    return App(name=APP_NAME, root_agent=agent, resumability_config=resumable)
+
+
+async def _tool_error(tool: BaseTool, args: dict[str, Any], tool_context: ToolContext,
+                      error: Exception) -> dict[str, Any]:
+    """A call of a tool that does not exist (or that raised) is an error result, not a crash."""
+    return {"error": f"{tool.name}: {error}"}

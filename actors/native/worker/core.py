@@ -1,0 +1,233 @@
+"""The native worker's core: commands in (``protocol.native``), corral events out. No stdio here.
+
+``Worker.handle`` takes one command at a time and never blocks on a turn: a prompt starts the
+turn as a task, and everything else (steer, interrupt, decisions, set_model) reaches the running
+``Turn`` at once. ``emit`` is called synchronously with each event, in order.
+
+* ``start`` (first, once): the workspace and tools, the gate, the model, the store and the ADK
+  runner; the native session is loaded (``session_id`` given and found), copied in from
+  ``resume_path``, or created; then ``init``. A failure is an ``error`` event and
+  ``StartFailed`` (the worker exits: the daemon's restart policy takes over).
+* ``prompt``: starts a turn; during a turn (a prompt that crossed the end of the previous one)
+  it waits for that turn to end. ``steer``: into the running turn; with none running (a steer
+  that lost the race with the turn's end) it starts one, as a prompt would.
+* ``set_model``: the next model call uses the new model (old ones are closed at shutdown).
+* ``shutdown``: interrupts the turn, waits for its ``result``, closes models and the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.events.event import Event as AdkEvent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
+
+from actors.native.accounting import TurnAccount
+from actors.native.gate import Gate
+from actors.native.models import ProviderConfig, build_model, close_model
+from actors.native.tools import TOOLS, Limits, Workspace
+from protocol.events import Error, Event, Init
+from protocol.native import (
+    Command, Decide, Interrupt, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
+)
+
+from .agent import APP_NAME, USER_ID, CodingTool, ModelSlot, build_app
+from .events import EventMapper
+from .store import JsonlSessionService, StoreCorrupt, new_session_id
+from .turn import Turn
+
+__all__ = ["ModelFactory", "StartFailed", "Worker", "default_model"]
+
+log = logging.getLogger("corral.native.worker")
+
+ModelFactory = Callable[[ProviderSettings], BaseLlm]
+"""Builds the ADK model for provider settings (tests pass a scripted one)."""
+
+_SHUTDOWN_GRACE = 5.0
+_SYSTEM = """You are corral's coding agent, working for the user in the directory {cwd}.
+Use the tools to read, search, change and run things there: read a file before you change it,
+prefer edit for small changes and write for new files, and use bash for commands (a fresh shell
+each time, in that directory). Paths are relative to it. Be concise, and say what you did."""
+
+
+class StartFailed(Exception):
+    """``start`` could not set the worker up; the ``error`` event was already emitted."""
+
+
+def default_model(settings: ProviderSettings) -> BaseLlm:
+    """The real adapter for ``settings`` (``actors.native.models``)."""
+    return build_model(msgspec.convert(msgspec.structs.asdict(settings), ProviderConfig))
+
+
+class Worker:
+    """See the module docstring."""
+
+    def __init__(self, emit: Callable[[Event], None], *,
+                 model_factory: ModelFactory = default_model) -> None:
+        self._emit = emit
+        self._model_factory = model_factory
+        self._start: Start | None = None
+        self._runner: Runner | None = None
+        self._store: JsonlSessionService | None = None
+        self._slot: ModelSlot | None = None
+        self._models: list[BaseLlm] = []
+        self._gate: Gate | None = None
+        self._session_id = ""
+        self._turn: Turn | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._queued: deque[str] = deque()
+        self.finished = asyncio.Event()
+
+    @property
+    def session_id(self) -> str:
+        """The native session id (empty before ``start``)."""
+        return self._session_id
+
+    @property
+    def turn(self) -> Turn | None:
+        """The running turn, if any."""
+        return self._turn
+
+    async def handle(self, command: Command) -> None:
+        """Act on one command (see the module docstring); raises ``StartFailed``."""
+        match command:
+            case Start():
+                await self._on_start(command)
+            case _ if self._start is None:
+                self._emit(Error(code="native.protocol.not_started", error_class="protocol",
+                                 message=f"{type(command).__name__} before start"))
+            case Prompt(text=text):
+                self._queued.append(text)
+                self._next_turn()
+            case Steer(text=text):
+                if self._turn is not None and not self._queued:
+                    self._turn.steer(text)
+                else:
+                    self._queued.append(text)
+                    self._next_turn()
+            case Interrupt():
+                if self._turn is not None:
+                    self._turn.interrupt()
+            case Decide(permission_id=pid, decision=decision):
+                if self._turn is None or not self._turn.decide(pid, decision):
+                    log.warning("decision for %s, which no turn is waiting for", pid)
+            case SetModel(provider=settings):
+                self._set_model(settings)
+            case Shutdown():
+                await self.shutdown()
+
+    async def shutdown(self) -> None:
+        """Interrupt the turn (bounded wait for its result), close models and the store."""
+        self._queued.clear()
+        task = self._task
+        if task is not None and self._turn is not None:
+            self._turn.interrupt()
+            done, _ = await asyncio.wait([task], timeout=_SHUTDOWN_GRACE)
+            if not done:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        for llm in self._models:
+            await close_model(llm)
+        if self._store is not None:
+            self._store.close()
+        self.finished.set()
+
+    # --- start ------------------------------------------------------------------------
+
+    async def _on_start(self, start: Start) -> None:
+        if self._start is not None:
+            self._emit(Error(code="native.protocol.started_twice", error_class="protocol",
+                             message="start was sent twice; the second is ignored"))
+            return
+        try:
+            limits = msgspec.convert(start.limits, Limits)
+            workspace = Workspace(start.cwd, limits=limits)
+            store = JsonlSessionService(start.store_dir)
+            session_id = await self._open_session(store, start)
+            llm = self._model_factory(start.provider)
+        except (msgspec.ValidationError, OSError, StoreCorrupt, ValueError) as exc:
+            self._emit(Error(code="native.launch.start_failed", error_class="launch",
+                             message=f"the native worker could not start: {exc}"))
+            raise StartFailed(str(exc)) from exc
+        self._start, self._store, self._session_id = start, store, session_id
+        self._gate = Gate(start.permissions)
+        self._slot = ModelSlot(llm, start.model)
+        self._models.append(llm)
+        tools = [CodingTool(spec, workspace, self._gate) for spec in TOOLS]
+        system = _SYSTEM.format(cwd=workspace.root)
+        if start.instructions:
+            system += "\n\n" + start.instructions
+        app = build_app(self._slot, list(tools), instruction=lambda _ctx: system,
+                        before_model=self._before_model, thinking=start.thinking)
+        self._runner = Runner(app=app, session_service=store)
+        self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
+                        tools=[spec.name for spec in TOOLS]))
+
+    async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
+        wanted = start.session_id
+        if wanted:
+            if not store.path(wanted).exists() and start.resume_path:
+                shutil.copyfile(start.resume_path, store.path(wanted))
+            if await store.get_session(app_name=APP_NAME, user_id=USER_ID,
+                                       session_id=wanted) is not None:
+                if store.truncated_bytes:
+                    self._emit(Error(code="native.store.torn_line", error_class="unknown",
+                                     message=f"native session {wanted}: a torn last line "
+                                             f"({store.truncated_bytes} bytes) was dropped"))
+                return wanted
+            self._emit(Error(code="native.launch.resume_not_found", error_class="launch",
+                             message=f"native session {wanted} was not found; "
+                                     "a new one was started"))
+        created = await store.create_session(app_name=APP_NAME, user_id=USER_ID,
+                                             session_id=new_session_id())
+        return created.id
+
+    # --- turns ------------------------------------------------------------------------
+
+    def _next_turn(self) -> None:
+        if self._turn is not None or not self._queued:
+            return
+        assert self._runner is not None and self._store is not None and self._gate is not None
+        assert self._start is not None
+        kinds = {spec.name: spec.kind for spec in TOOLS}
+        turn = Turn(self._queued.popleft(), runner=self._runner, session_id=self._session_id,
+                    store=self._store, mapper=EventMapper(kinds), gate=self._gate,
+                    account=TurnAccount(self._start.prices), emit=self._emit)
+        self._turn = turn
+        self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
+
+    async def _run_turn(self, turn: Turn) -> None:
+        try:
+            await turn.run()
+        finally:
+            self._turn = None
+            self._task = None
+        self._next_turn()
+
+    async def _before_model(self, context: CallbackContext,
+                            request: LlmRequest) -> LlmResponse | None:
+        """Inject the running turn's steering prompts before this model call."""
+        turn, store = self._turn, self._store
+        content = turn.take_steers() if turn is not None else None
+        if content is None or store is None:
+            return None
+        event = AdkEvent(invocation_id=context.invocation_id, author="user", content=content)
+        await store.append_event(context.session, event)
+        request.contents.append(content)
+        return None
+
+    def _set_model(self, settings: ProviderSettings) -> None:
+        assert self._slot is not None
+        llm = self._model_factory(settings)
+        self._models.append(llm)
+        self._slot.llm, self._slot.spec = llm, settings.spec
