@@ -161,8 +161,8 @@ def result(events: list[Event]) -> Result:
 
 
 def texts(request: Any) -> list[str]:
-    """Every text part of a recorded model request, in order."""
-    return [p.text for c in request.contents for p in (c.parts or []) if p.text]
+    """Every text part (not thoughts) of a recorded model request, in order."""
+    return [p.text for c in request.contents for p in (c.parts or []) if p.text and not p.thought]
 
 
 def responses(request: Any) -> list[dict[str, Any]]:
