@@ -18,6 +18,8 @@ import msgspec
 import trio
 
 from actors.fake import FakeDriver
+from actors.native.config import decode_providers, load_prices
+from actors.native.driver import NativeDriver
 from actors.session.actor import Session
 from actors.session.registry import Sessions
 from actors.vendors.claude import ClaudeDriver
@@ -74,13 +76,19 @@ async def serve(state_root: Path, loaded: LoadedConfig, *, port: int | None = No
 
 
 def drivers(config: Config) -> dict[str, Any]:
-    """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers."""
+    """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers and
+    ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one."""
     claude = config.harness.get("claude", HarnessConfig())
     codex = config.harness.get("codex", HarnessConfig())
+    providers, warnings = decode_providers(config.providers)
+    prices, price_warnings = load_prices()
+    for warning in warnings + price_warnings:
+        log.warning("config: %s", warning)
     return {
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary)),
         "codex": CodexDriver(binary=_expand(codex.binary)),
+        "native": NativeDriver(providers=providers, prices=prices),
     }
 
 

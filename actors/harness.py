@@ -45,7 +45,7 @@ class Launch(Data, kw_only=True, frozen=True):
     env: dict[str, str] = {}
     cwd: str
     files: dict[str, str] = {}
-    framing: Literal["ndjson", "content_length"] = "ndjson"
+    framing: Literal["ndjson", "content_length", "length_prefix"] = "ndjson"
 
 
 class Send(Data, kw_only=True, frozen=True):

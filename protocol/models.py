@@ -46,6 +46,18 @@ class SessionInfo(Data, kw_only=True, frozen=True):
     vendor_session_id: str | None = None
 
 
+class ProviderInfo(Data, kw_only=True, frozen=True):
+    """A model provider a harness can use (native: built in or a ``[providers.NAME]`` table)."""
+
+    name: str
+    kind: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    has_key: bool = False
+    """Whether the key variable is set in the daemon's environment (a session's ``env`` may
+    still bring one)."""
+
+
 class Features(Data, kw_only=True, frozen=True):
     """What a harness can do, statically: clients use it to decide what to offer."""
 
@@ -56,6 +68,7 @@ class Features(Data, kw_only=True, frozen=True):
     set_model: bool = False
     models: list[str] = []
     mcp: str | None = None
+    providers: list[ProviderInfo] = []
 
 
 class Detection(Data, kw_only=True, frozen=True):

@@ -111,12 +111,17 @@ class HarnessConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
 
 class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The whole configuration; ``Config()`` is the default that runs with no file at all."""
+    """The whole configuration; ``Config()`` is the default that runs with no file at all.
+
+    ``providers`` holds the ``[providers.NAME]`` tables of the native harness as read; the
+    application decodes them (``actors.native.config``), since this runtime knows no harness.
+    """
 
     daemon: DaemonConfig = DaemonConfig()
     sessions: SessionsConfig = SessionsConfig()
     children: ChildrenConfig = ChildrenConfig()
     harness: dict[str, HarnessConfig] = {}
+    providers: dict[str, dict[str, Any]] = {}
 
 
 class LoadedConfig(Struct, frozen=True):

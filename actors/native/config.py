@@ -116,7 +116,8 @@ def key_env(provider: str, providers: Mapping[str, ProviderTable]) -> str | None
     table = providers.get(provider, ProviderTable())
     if table.api_key_env is not None:
         return table.api_key_env or None
-    return DEFAULT_KEY_ENVS[provider] if provider in KINDS else None  # type: ignore[index]
+    kind = _builtin(provider)
+    return DEFAULT_KEY_ENVS[kind] if kind is not None else None
 
 
 def resolve(spec: str, *, providers: Mapping[str, ProviderTable],

@@ -32,7 +32,8 @@ import time
 from collections.abc import Callable
 from contextlib import aclosing
 
-from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.agents._streaming_mode import StreamingMode
+from google.adk.agents.run_config import RunConfig
 from google.adk.runners import Runner
 from google.genai import types
 
