@@ -4,6 +4,13 @@ stdout carries frames and nothing else: at start-up the real stdout is moved to 
 descriptor and descriptor 1 (and ``sys.stdout``) become stderr, so a stray ``print`` in a library
 cannot corrupt the stream. Logs go to stderr, which the daemon keeps the tail of.
 
+The worker is a child subreaper: a job the model left running in the background (``cmd > log &``:
+the bash tool lets those live) is re-parented to the worker when its shell exits, so it stays in
+the worker's process tree. On the way out the worker stops every process group of that tree
+(TERM, a short grace, KILL), and the daemon's close sequence, which walks the tree before it
+kills, finds them too. Orphans that exit earlier stay zombies until the worker exits (reaping
+them would race asyncio's own child watchers).
+
 Exit status: 0 after ``shutdown`` or the end of stdin; 2 when ``start`` failed (its ``error``
 event was sent first); 3 when stdin carried garbage (a framing error).
 """
@@ -11,8 +18,10 @@ event was sent first); 3 when stdin carried garbage (a framing error).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
 
 import msgspec
@@ -21,6 +30,7 @@ from protocol.errors import CorralError
 from protocol.events import Error, Event
 from protocol.framing import DEFAULT_LIMIT, LengthPrefixFramer
 from protocol.native import decode_command, encode_event
+from supervisor.proc.prctl import set_child_subreaper
 
 __all__ = ["main"]
 
@@ -36,7 +46,11 @@ def main() -> int:
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("CORRAL_NATIVE_LOG", "WARNING"),
                         format="%(levelname)s %(name)s: %(message)s")
-    return asyncio.run(_serve(0, frames_out))
+    set_child_subreaper()
+    try:
+        return asyncio.run(_serve(0, frames_out))
+    finally:
+        _stop_descendants()
 
 
 async def _serve(in_fd: int, out_fd: int) -> int:
@@ -83,3 +97,26 @@ async def _serve(in_fd: int, out_fd: int) -> int:
         await writer.drain()
         writer.close()
     return code
+
+
+def _stop_descendants(grace: float = 1.0) -> None:
+    """TERM every process group in this process's tree (not its own), then KILL what is left."""
+    import psutil
+
+    me = os.getpid()
+    try:
+        procs = psutil.Process(me).children(recursive=True)
+    except psutil.Error:
+        return
+    own = os.getpgid(me)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for proc in procs:
+            with contextlib.suppress(OSError, psutil.Error):
+                group = os.getpgid(proc.pid)
+                if group != own:
+                    os.killpg(group, sig)
+                else:
+                    proc.send_signal(sig)
+        _, procs = psutil.wait_procs(procs, timeout=grace)
+        if not procs:
+            return
