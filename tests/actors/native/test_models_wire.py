@@ -135,3 +135,13 @@ def test_in_stream_errors_after_output_are_classified_not_retried(
         run(lambda: one_call(config_for(kind, srv), request(user("hi"))))
     assert caught.value.code == code
     assert len(srv.server.model_requests()) == 1
+
+
+@pytest.mark.parametrize("kind", ["openai", "openai-chat", "anthropic"])
+def test_in_stream_error_is_retried_when_the_caller_did_not_stream(
+        kind: ProviderKind, srv: ServerThread) -> None:
+    srv.server.add(Turn(text="lost", error="overloaded"), say("second try"))
+    responses = run(lambda: one_call(config_for(kind, srv), request(user("hi")), stream=False))
+    assert [p.text for r in responses if r.content for p in r.content.parts or []] == [
+        "second try"]
+    assert len(srv.server.model_requests()) == 2
