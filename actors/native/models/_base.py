@@ -1,0 +1,135 @@
+"""What the SDK-based adapters share: closed config, retries, error classification, closing.
+
+``SdkLlm`` is an ADK ``BaseLlm`` whose subclasses implement one ``_attempt`` (one HTTP request,
+streamed, yielding partial responses and then the final one, raising whatever the SDK raises)
+and ``_classify_sdk`` (their SDK's exceptions to ``ModelError``). ``generate_content_async``
+wraps the attempt in our retry loop and, when ADK did not ask to stream, passes on only the final
+response (the request is streamed on the wire either way, so the HTTP behaviour is one).
+
+Cancellation: cancelling the task that iterates ``generate_content_async`` raises
+``CancelledError`` inside the SDK's read; the attempt's ``async with stream`` closes the
+response, which closes its connection, before the error leaves the generator.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+import httpx2
+from google.adk.models import LlmCapabilities
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from pydantic import Field, PrivateAttr
+
+from ._retry import retrying
+from ._wire import ClosePool, WirePolicy
+from .config import ProviderConfig
+from .errors import ModelError, redact
+
+__all__ = ["SdkLlm", "classify_transport", "find_model_error", "wire_policy"]
+
+
+def wire_policy(config: ProviderConfig) -> WirePolicy:
+    """The wire rules of ``config``: its key, response limit and timeout."""
+    return WirePolicy(config.api_key, config.max_response_bytes, config.timeout)
+
+
+def find_model_error(exc: BaseException) -> ModelError | None:
+    """A ``ModelError`` that ``exc`` is or was caused by (an SDK may wrap ours)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ModelError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def classify_transport(exc: BaseException) -> ModelError | None:
+    """Timeouts and network failures of either httpx, found anywhere in ``exc``'s causes."""
+    current: BaseException | None = exc
+    for _ in range(8):
+        if current is None:
+            break
+        if isinstance(current, (httpx.TimeoutException, httpx2.TimeoutException)):
+            return ModelError("native.overloaded.timeout", "the model endpoint timed out")
+        if isinstance(current, (httpx.TransportError, httpx2.TransportError)):
+            return ModelError("native.overloaded.connection",
+                              f"the model endpoint could not be reached: {type(current).__name__}")
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class SdkLlm(BaseLlm):
+    """An ADK model over an official SDK; see the module docstring."""
+
+    provider: ProviderConfig = Field(exclude=True, repr=False)
+    _close_pool: ClosePool | None = PrivateAttr(default=None)
+    _sdk: Any = PrivateAttr(default=None)
+
+    @property
+    def capabilities(self) -> LlmCapabilities:
+        """Declared outright (ADK's name-based fallback is deprecated)."""
+        return LlmCapabilities(output_schema_and_tools=False)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        """One model turn: partial responses (when ``stream``), then the final one.
+
+        Raises ``ModelError`` (see ``errors``) once our retries are spent.
+        """
+        config = self.provider
+        responses = retrying(lambda: self._answer(llm_request, stream), classify=self._classify,
+                             max_retries=config.max_retries, backoff=config.retry_backoff)
+        async with aclosing(responses) as items:
+            async for response in items:
+                yield response
+
+    async def _answer(self, llm_request: LlmRequest,
+                      stream: bool) -> AsyncGenerator[LlmResponse, None]:
+        """One attempt as the caller sees it: without partials when it did not ask to stream
+        (so a failure mid-stream is still retried, as nothing reached the caller)."""
+        async with aclosing(self._attempt(llm_request)) as items:
+            async for response in items:
+                if stream or not response.partial:
+                    yield response
+
+    async def aclose(self) -> None:
+        """Close the connections this model holds in the running event loop."""
+        if self._close_pool is not None:
+            await self._close_pool()
+
+    @abc.abstractmethod
+    def _attempt(self, llm_request: LlmRequest) -> AsyncGenerator[LlmResponse, None]:
+        """One streamed request: partial responses, then the final one."""
+
+    @abc.abstractmethod
+    def _classify_sdk(self, exc: Exception) -> ModelError | None:
+        """This SDK's exception as a ``ModelError``, or ``None`` if it is not one of its own."""
+
+    def _classify(self, exc: Exception) -> ModelError:
+        found = find_model_error(exc)
+        if found is not None:
+            return found
+        ours = self._classify_sdk(exc) or classify_transport(exc)
+        if ours is not None:
+            return ours
+        return ModelError("native.unknown.error",
+                          redact(f"{type(exc).__name__}: {exc}", self.provider.api_key))
+
+    def _error_body(self, body: Any) -> tuple[str | None, str | None]:
+        """``(message, code)`` out of an SDK's error ``body``, if it has them."""
+        if isinstance(body, dict):
+            inner = body.get("error", body)
+            if isinstance(inner, dict):
+                message, code = inner.get("message"), inner.get("code") or inner.get("type")
+                return (message if isinstance(message, str) else None,
+                        code if isinstance(code, str) else None)
+        return None, None
