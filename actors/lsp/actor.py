@@ -1,0 +1,201 @@
+"""The LSP actor: one language server for one workspace root, restarted when it dies or hangs.
+
+It owns one server process at a time (an *incarnation*: ``open_child`` with the daemon's ledger,
+a fresh ``LspCore`` and ``Connection``). When an incarnation ends without being asked to —
+a crash, a framing error, a hang the watchdog killed — the actor restarts it under its restart
+policy (``[lsp] restart_intensity`` in ``restart_period``, the session backoff in between);
+beyond that it is ``failed``: no process runs and every call answers ``failed`` at once.
+Leaving the actor (the ``lsp`` supervisor stopping it, the daemon stopping) closes the process:
+``shutdown`` and ``exit``, stdin closed, then SIGTERM and SIGKILL to the process group and to
+any descendant that left it, so node children do not outlive their server.
+
+Restart type ``transient`` under the ``lsp`` supervisor: the actor never returns on its own,
+and a bug that makes it raise gets it restarted by the supervisor. Callers use the handle's
+``diagnostics`` directly: everything it touches is the current connection's state, which only
+this actor's tasks change; there is nothing to serialise through an inbox.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Literal
+
+import msgspec
+import trio
+
+from actors.lsp.connection import Connection, ConnectionLost
+from actors.lsp.core import LspCore, Result
+from actors.lsp.servers import ServerDef
+from protocol import jsonrpc
+from protocol.errors import CorralError
+from protocol.messages import LspServerInfo
+from supervisor.ledger.store import Ledger
+from supervisor.proc.child import Goodbye, ProcessChild, ProcessSpec, open_child
+from supervisor.tree.backoff import GiveUp, RestartPolicy, RestartTracker
+
+__all__ = ["LspServer", "LspSettings", "Outcome"]
+
+log = logging.getLogger("corral.lsp")
+
+Outcome = tuple[Literal["ok", "timeout", "failed"], Result | None]
+"""What one server says about one write: its state for the report, and the result if ``ok``."""
+
+
+class LspSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``[lsp]`` numbers one actor needs (seconds, counts)."""
+
+    startup_timeout: float = 10.0
+    request_timeout: float = 10.0
+    shutdown_timeout: float = 3.0
+    max_documents: int = 64
+    restart: RestartPolicy = RestartPolicy()
+    client_version: str = "0"
+
+
+class LspServer:
+    """The actor's handle (what ``run`` passes to ``task_status.started``)."""
+
+    def __init__(self, definition: ServerDef, root: str, program: str, *,
+                 settings: LspSettings, ledger: Ledger | None,
+                 rng: random.Random | None = None) -> None:
+        self.definition = definition
+        self.root = root
+        self.program = program
+        self.settings = settings
+        self.ledger = ledger
+        self.state: Literal["starting", "running", "restarting", "failed"] = "starting"
+        self.pid: int | None = None
+        self.restarts = 0
+        self.last_error: str | None = None
+        self._rng = rng
+        self._conn: Connection | None = None
+        self._changed = trio.Event()
+
+    @property
+    def name(self) -> str:
+        return f"{self.definition.id}@{self.root}"
+
+    async def run(self, *, task_status: trio.TaskStatus[LspServer] = trio.TASK_STATUS_IGNORED) -> None:
+        """Report ready at once (the server starts in the background: callers wait for it within
+        their own deadline), then keep one incarnation running until cancelled."""
+        task_status.started(self)
+        tracker = RestartTracker(self.settings.restart, rng=self._rng)
+        while True:
+            reason = await self._incarnation()
+            self.last_error = reason
+            decision = tracker.next(trio.current_time())
+            if isinstance(decision, GiveUp):
+                self._set("failed")
+                log.warning("language server %s failed: %d restarts in %g s (last: %s)", self.name,
+                            decision.restarts, decision.period, reason)
+                await trio.sleep_forever()
+            log.info("language server %s ended (%s); restarting in %.2f s", self.name, reason,
+                     decision.delay)
+            self._set("restarting")
+            await trio.sleep(decision.delay)
+            self.restarts += 1
+
+    async def diagnostics(self, path: str, text: str, *, settle_timeout: float) -> Outcome:
+        """Give the server ``text`` for ``path`` and wait for its diagnostics of that text.
+
+        Waits ``settle_timeout`` seconds, plus ``startup_timeout`` while the server is cold
+        (starting, or no diagnostics from it yet). A server that dies meanwhile is waited for
+        again in its next incarnation within the same time. Never raises for the server's faults.
+        """
+        language = self.definition.language_of(path)
+        if language is None:
+            raise ValueError(f"{self.definition.id} does not check {path}")  # the caller's bug
+        conn = self._conn
+        cold = conn is None or not conn.ready.is_set() or not conn.warm
+        deadline = trio.current_time() + settle_timeout + (self.settings.startup_timeout if cold else 0)
+        while True:
+            if self.state == "failed":
+                return "failed", None
+            conn = self._conn
+            if conn is None or not conn.ready.is_set() or conn.closed.is_set():
+                if trio.current_time() >= deadline:
+                    return "timeout", None
+                changed = self._changed
+                with trio.move_on_at(deadline):
+                    await changed.wait()
+                continue
+            try:
+                result = await conn.diagnostics(path, language, text, deadline=deadline,
+                                                settle=self.definition.settle)
+            except ConnectionLost:
+                continue
+            return ("ok", result) if result is not None else ("timeout", None)
+
+    def info(self) -> LspServerInfo:
+        """The row of ``lsp.list``."""
+        return LspServerInfo(root=self.root, server=self.definition.id, state=self.state,
+                             pid=self.pid, restarts=self.restarts)
+
+    # --- one incarnation -------------------------------------------------------------------
+
+    async def _incarnation(self) -> str:
+        """Run one server process to its end; returns why it ended."""
+        definition, settings = self.definition, self.settings
+        core = LspCore(self.root, initialization_options=definition.initialization_options,
+                       settings=definition.settings, max_documents=settings.max_documents,
+                       client_version=settings.client_version)
+        spec = ProcessSpec(
+            key=f"lsp:{definition.id}:{self.root}", kind=f"lsp:{definition.id}",
+            argv=[self.program, *definition.command[1:]], cwd=self.root, env=definition.env,
+            shutdown=settings.shutdown_timeout, framing="content_length")
+        self._set("starting")
+        try:
+            async with open_child(spec, ledger=self.ledger, goodbye=_goodbye(core)) as child:
+                conn = Connection(core, child, name=self.name, request_timeout=settings.request_timeout,
+                                  startup_timeout=settings.startup_timeout)
+                self._conn, self.pid = conn, child.pid
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._report_ready, conn)
+                    reason = await conn.run()
+                    nursery.cancel_scope.cancel()
+            status = child.status
+        except CorralError as exc:  # LaunchFailed, StorageFailed: counted like a crash
+            return exc.message
+        finally:
+            self._conn, self.pid = None, None
+            self._pulse()
+        if status is not None and reason == "exited":
+            return _describe(status.reason, status.exit_code, status.signal)
+        return reason
+
+    async def _report_ready(self, conn: Connection) -> None:
+        await conn.ready.wait()
+        self._set("running")
+
+    def _set(self, state: Literal["starting", "running", "restarting", "failed"]) -> None:
+        self.state = state
+        self._pulse()
+
+    def _pulse(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+
+def _goodbye(core: LspCore) -> Goodbye:
+    """LSP's own goodbye for the close sequence: ``shutdown``, its answer, then ``exit``."""
+
+    async def goodbye(child: ProcessChild) -> None:
+        rid, frame = core.shutdown()
+        await child.send(frame)
+        async for payload in child.frames():
+            try:
+                message = jsonrpc.decode(payload)
+            except CorralError:
+                break
+            if isinstance(message, jsonrpc.Response | jsonrpc.ErrorResponse) and message.id == rid:
+                break
+        await child.send(core.exit())
+
+    return goodbye
+
+
+def _describe(reason: str, code: int | None, signal: str | None) -> str:
+    if signal is not None:
+        return f"{reason} by {signal}"
+    return f"{reason} with code {code}"
