@@ -38,7 +38,7 @@ __all__ = ["LspServer", "LspSettings", "Outcome"]
 
 log = logging.getLogger("corral.lsp")
 
-Outcome = tuple[Literal["ok", "timeout", "failed"], Result | None]
+Outcome = tuple[Literal["ok", "timeout", "crashed", "failed"], Result | None]
 """What one server says about one write: its state for the report, and the result if ``ok``."""
 
 
@@ -100,8 +100,10 @@ class LspServer:
         """Give the server ``text`` for ``path`` and wait for its diagnostics of that text.
 
         Waits ``settle_timeout`` seconds, plus ``startup_timeout`` while the server is cold
-        (starting, or no diagnostics from it yet). A server that dies meanwhile is waited for
-        again in its next incarnation within the same time. Never raises for the server's faults.
+        (starting, or no diagnostics from it yet); a server still starting is waited for. A
+        server that dies while it has this text is ``crashed``: the text is not given to the
+        next incarnation, which a text that crashes the server would only crash again.
+        Never raises for the server's faults.
         """
         language = self.definition.language_of(path)
         if language is None:
@@ -124,7 +126,7 @@ class LspServer:
                 result = await conn.diagnostics(path, language, text, deadline=deadline,
                                                 settle=self.definition.settle)
             except ConnectionLost:
-                continue
+                return "crashed", None
             return ("ok", result) if result is not None else ("timeout", None)
 
     def info(self) -> LspServerInfo:

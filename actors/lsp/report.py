@@ -18,7 +18,7 @@ from actors.lsp.messages import Diagnostic
 
 __all__ = ["DiagnosticLine", "DiagnosticsReport", "ServerStatus", "lines_of"]
 
-ServerState = Literal["ok", "timeout", "failed", "unavailable"]
+ServerState = Literal["ok", "timeout", "crashed", "failed", "unavailable"]
 Severity = Literal["error", "warning"]
 _SEVERITY: dict[int, Severity] = {1: "error", 2: "warning"}
 _NEWLINES = re.compile(r"\r\n|\r|\n")
@@ -43,7 +43,8 @@ class DiagnosticLine(msgspec.Struct, frozen=True, kw_only=True):
 
 class ServerStatus(msgspec.Struct, frozen=True, kw_only=True):
     """How one server did: ``ok`` (current diagnostics known), ``timeout`` (none in time),
-    ``failed`` (restarted too often, not running), ``unavailable`` (its program is missing)."""
+    ``crashed`` (it died while checking this text; it is being restarted), ``failed``
+    (restarted too often, not running), ``unavailable`` (its program is missing)."""
 
     server: str
     state: ServerState
@@ -68,10 +69,12 @@ class DiagnosticsReport(msgspec.Struct, frozen=True, kw_only=True):
 
     def text(self) -> str:
         """A ``Diagnostics:`` block, a note when a server did not answer in time, or ``""``."""
-        late = self.timed_out
-        note = ""
-        if late:
-            note = f"(no diagnostics from {', '.join(late)} within {self.timeout:g} s)"
+        notes = []
+        if late := self.timed_out:
+            notes.append(f"no diagnostics from {', '.join(late)} within {self.timeout:g} s")
+        if crashed := [s.server for s in self.servers if s.state == "crashed"]:
+            notes.append(f"{', '.join(crashed)} crashed while checking this file")
+        note = f"({'; '.join(notes)})" if notes else ""
         if self.diagnostics:
             block = "\n".join(["Diagnostics:", *(d.render() for d in self.diagnostics)])
             return f"{block}\n{note}" if note else block
