@@ -61,15 +61,22 @@ BUILTIN: dict[str, ServerDef] = {
 """The servers corral knows without any configuration, by id."""
 
 
-def find_root(path: str, markers: Iterable[str], fallback: str) -> str:
-    """The nearest directory at or above ``path``'s own that holds one of ``markers``; else
-    ``fallback`` (the session's working directory)."""
+def find_root(path: str, markers: Iterable[str], cwd: str) -> str:
+    """The nearest directory at or above ``path``'s own, up to the session's ``cwd``, that holds
+    one of ``markers``; else ``cwd`` itself.
+
+    The walk stops at ``cwd`` on purpose: a stray marker higher up (a ``~/.git`` of dotfiles,
+    a ``/tmp/.git``) would otherwise make a server analyse a whole home directory. A file
+    outside ``cwd`` is looked up to the filesystem root.
+    """
     names = tuple(markers)
+    top = os.path.abspath(cwd)
     directory = os.path.dirname(os.path.abspath(path))
+    inside = directory == top or directory.startswith(top.rstrip(os.sep) + os.sep)
     while True:
         if any(os.path.exists(os.path.join(directory, name)) for name in names):
             return directory
         parent = os.path.dirname(directory)
-        if parent == directory:
-            return os.path.abspath(fallback)
+        if (inside and directory == top) or parent == directory:
+            return top
         directory = parent

@@ -65,7 +65,7 @@ def test_unknown_keys_in_a_server_table_are_refused() -> None:
         raise AssertionError("an unknown key was accepted")
 
 
-def test_the_root_is_the_nearest_marked_directory_else_the_session_cwd(tmp_path: Path) -> None:
+def test_the_root_is_the_nearest_marked_directory_up_to_the_session_cwd(tmp_path: Path) -> None:
     (tmp_path / "repo" / ".git").mkdir(parents=True)
     pkg = tmp_path / "repo" / "pkg"
     (pkg / "src").mkdir(parents=True)
@@ -74,6 +74,9 @@ def test_the_root_is_the_nearest_marked_directory_else_the_session_cwd(tmp_path:
     markers = BUILTIN["ruff"].root_markers
     assert find_root(str(file), markers, str(tmp_path)) == str(pkg)
     assert find_root(str(tmp_path / "repo" / "b.py"), markers, str(tmp_path)) == str(tmp_path / "repo")
-    loose = tmp_path / "loose"
-    loose.mkdir()
-    assert find_root(str(loose / "c.py"), ("no-such-marker-here",), str(loose)) == str(loose)
+    # a marker above the session's cwd (a ~/.git of dotfiles) does not make the root
+    inner = tmp_path / "repo" / "inner"
+    inner.mkdir()
+    assert find_root(str(inner / "deep" / "c.py"), markers, str(inner)) == str(inner)
+    # a file outside the cwd is looked up all the way
+    assert find_root(str(file), markers, str(inner)) == str(pkg)
