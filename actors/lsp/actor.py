@@ -9,8 +9,10 @@ Leaving the actor (the ``lsp`` supervisor stopping it, the daemon stopping) clos
 ``shutdown`` and ``exit``, stdin closed, then SIGTERM and SIGKILL to the process group and to
 any descendant that left it, so node children do not outlive their server.
 
-Restart type ``transient`` under the ``lsp`` supervisor: the actor never returns on its own,
-and a bug that makes it raise gets it restarted by the supervisor. Callers use the handle's
+Restart type ``transient`` under the ``lsp`` supervisor: the actor returns (a normal exit, so
+it is not restarted) after ``idle_timeout`` seconds without a call, which closes its server —
+a pyright per workspace root costs ~130 MB — and the next write starts it again; a bug that
+makes it raise gets it restarted by the supervisor. Callers use the handle's
 ``diagnostics`` directly: everything it touches is the current connection's state, which only
 this actor's tasks change; there is nothing to serialise through an inbox.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from typing import Literal
 
 import msgspec
@@ -48,6 +51,7 @@ class LspSettings(msgspec.Struct, frozen=True, kw_only=True):
     startup_timeout: float = 10.0
     request_timeout: float = 10.0
     shutdown_timeout: float = 3.0
+    idle_timeout: float = 600.0
     max_documents: int = 64
     restart: RestartPolicy = RestartPolicy()
     client_version: str = "0"
@@ -58,6 +62,7 @@ class LspServer:
 
     def __init__(self, definition: ServerDef, root: str, program: str, *,
                  settings: LspSettings, ledger: Ledger | None,
+                 on_change: Callable[[], None] | None = None,
                  rng: random.Random | None = None) -> None:
         self.definition = definition
         self.root = root
@@ -68,9 +73,14 @@ class LspServer:
         self.pid: int | None = None
         self.restarts = 0
         self.last_error: str | None = None
+        self.ended = False
+        """Whether ``run`` has returned (idle) or been stopped: this handle is done with."""
         self._rng = rng
+        self._on_change = on_change
         self._conn: Connection | None = None
         self._changed = trio.Event()
+        self._active = 0
+        self._last_used = trio.current_time()
 
     @property
     def name(self) -> str:
@@ -78,8 +88,27 @@ class LspServer:
 
     async def run(self, *, task_status: trio.TaskStatus[LspServer] = trio.TASK_STATUS_IGNORED) -> None:
         """Report ready at once (the server starts in the background: callers wait for it within
-        their own deadline), then keep one incarnation running until cancelled."""
+        their own deadline), then keep one incarnation running until cancelled, or return
+        (a normal exit) once nobody asked anything for ``idle_timeout`` seconds."""
         task_status.started(self)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._idle_watch, nursery.cancel_scope)
+                await self._serve()
+        finally:
+            self.ended = True
+            self._pulse()
+
+    async def _idle_watch(self, scope: trio.CancelScope) -> None:
+        while True:
+            await trio.sleep_until(self._last_used + self.settings.idle_timeout)
+            if self._active == 0 and trio.current_time() >= self._last_used + self.settings.idle_timeout:
+                log.info("language server %s idle for %g s: stopping it", self.name,
+                         self.settings.idle_timeout)
+                scope.cancel()
+                return
+
+    async def _serve(self) -> None:
         tracker = RestartTracker(self.settings.restart, rng=self._rng)
         while True:
             reason = await self._incarnation()
@@ -108,6 +137,14 @@ class LspServer:
         language = self.definition.language_of(path)
         if language is None:
             raise ValueError(f"{self.definition.id} does not check {path}")  # the caller's bug
+        self._active += 1
+        try:
+            return await self._diagnostics(path, language, text, settle_timeout)
+        finally:
+            self._active -= 1
+            self._last_used = trio.current_time()
+
+    async def _diagnostics(self, path: str, language: str, text: str, settle_timeout: float) -> Outcome:
         conn = self._conn
         cold = conn is None or not conn.ready.is_set() or not conn.warm
         deadline = trio.current_time() + settle_timeout + (self.settings.startup_timeout if cold else 0)
@@ -177,6 +214,8 @@ class LspServer:
     def _pulse(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
+        if self._on_change is not None:
+            self._on_change()
 
 
 def _goodbye(core: LspCore) -> Goodbye:

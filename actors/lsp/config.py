@@ -57,6 +57,7 @@ class LspConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     startup_timeout: _Seconds = 10.0  # extra wait for a cold server: start-up and first analysis
     request_timeout: _Seconds = 10.0  # a server that answers nothing this long is killed
     shutdown_timeout: _Seconds = 3.0  # shutdown/exit, then SIGTERM, then SIGKILL to the group
+    idle_timeout: _Seconds = 600.0  # a server nobody asked anything this long is stopped
     restart_intensity: _Count = 3  # at most this many restarts of one server ...
     restart_period: _Seconds = 60.0  # ... within this many seconds; then it is `failed`
     max_documents: _Capacity = 64  # documents open per server (least recently used closed)

@@ -14,6 +14,7 @@ Struct (``actors.lsp.report``) that needs no trio to decode or render.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -32,7 +33,7 @@ from protocol.messages import LspServerInfo
 from supervisor.ledger.store import Ledger
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 from supervisor.tree.backoff import RestartPolicy
-from supervisor.tree.specs import DuplicateChild, UnknownChild
+from supervisor.tree.specs import ChildRunning, ChildState, DuplicateChild, UnknownChild
 
 __all__ = ["LanguageServers", "LspWarning"]
 
@@ -61,7 +62,8 @@ class LanguageServers:
         self.warnings = [LspWarning(code="lsp.config", server=None, message=p) for p in problems]
         self.settings = LspSettings(
             startup_timeout=config.startup_timeout, request_timeout=config.request_timeout,
-            shutdown_timeout=config.shutdown_timeout, max_documents=config.max_documents,
+            shutdown_timeout=config.shutdown_timeout, idle_timeout=config.idle_timeout,
+            max_documents=config.max_documents,
             restart=RestartPolicy(intensity=config.restart_intensity, period=config.restart_period),
             client_version=client_version)
         self._which = which
@@ -69,13 +71,18 @@ class LanguageServers:
         self._missing: dict[str, float] = {}
         self._warned: set[str] = set()
         self._supervisor: Supervisor | None = None
+        self._changed = trio.Event()
 
-    async def run(self, *, task_status: trio.TaskStatus[LanguageServers] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the ``lsp`` supervisor until cancelled; stopping closes every server at once."""
+    async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the ``lsp`` supervisor until cancelled; stopping closes every server at once.
+
+        The start value is the supervisor's handle, so the daemon's statistics walk into it.
+        """
         spec = SupervisorSpec(strategy=Strategy.SIMPLE_ONE_FOR_ONE, intensity=5, period=60.0)
         async with trio.open_nursery() as nursery:
-            self._supervisor = await nursery.start(partial(supervise, spec, name="lsp"))
-            task_status.started(self)
+            supervisor: Supervisor = await nursery.start(partial(supervise, spec, name="lsp"))
+            self._supervisor = supervisor
+            task_status.started(supervisor)
             try:
                 await trio.sleep_forever()
             finally:
@@ -137,16 +144,20 @@ class LanguageServers:
 
     def infos(self) -> list[LspServerInfo]:
         """One row per actor, in start order (``lsp.list``)."""
-        if self._supervisor is None:
-            return []
-        return [child.handle.info() for child in self._supervisor.which_children()
-                if isinstance(child.handle, LspServer)]
+        return [actor.info() for actor in self.actors()]
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate()`` holds; it is checked whenever an actor changes state
+        (starting, running, restarting, failed, stopped). Bound the wait with a cancel scope."""
+        while not predicate():
+            await self._changed.wait()
 
     def actors(self) -> list[LspServer]:
         """The running actors' handles (for tests and statistics)."""
         if self._supervisor is None:
             return []
-        return [c.handle for c in self._supervisor.which_children() if isinstance(c.handle, LspServer)]
+        return [c.handle for c in self._supervisor.which_children()
+                if isinstance(c.handle, LspServer) and not c.handle.ended]
 
     # --- internals -------------------------------------------------------------------------
 
@@ -156,9 +167,17 @@ class LanguageServers:
             raise ActorGone("the lsp supervisor is not running")
         child_id = f"{definition.id}:{root}"
         try:
-            handle = supervisor.child(child_id).handle
+            info = supervisor.child(child_id)
+            ended = isinstance(info.handle, LspServer) and info.handle.ended
+            if info.state is ChildState.STOPPED or ended:  # stopped when idle: start anew
+                with contextlib.suppress(ChildRunning):  # another write just did
+                    await supervisor.terminate_child(child_id)  # joins the exit in flight
+                    await supervisor.delete_child(child_id)
+                raise UnknownChild(child_id)
+            handle = info.handle
         except UnknownChild:
-            actor = LspServer(definition, root, program, settings=self.settings, ledger=self.ledger)
+            actor = LspServer(definition, root, program, settings=self.settings, ledger=self.ledger,
+                              on_change=self._pulse)
             spec = ChildSpec(id=child_id, start=actor.run, restart=RestartType.TRANSIENT,
                              shutdown=self.config.shutdown_timeout + 2)
             try:
@@ -192,6 +211,11 @@ class LanguageServers:
                                             message=message))
             log.warning("%s", message)
         return None
+
+
+    def _pulse(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
 
 
 def _display(path: str, cwd: str) -> str:

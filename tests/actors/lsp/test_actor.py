@@ -84,8 +84,7 @@ async def test_past_its_restart_intensity_a_server_is_failed_and_answers_at_once
                 report = await lsp.diagnostics_after_write(str(tmp_path), "a.fk", "CRASH", 5)
                 assert states(report) == {"fake": "crashed"}
             with trio.fail_after(5):
-                while lsp.infos()[0].state != "failed":
-                    await trio.sleep(0.01)
+                await lsp.wait_until(lambda: lsp.infos()[0].state == "failed")
             (info,) = lsp.infos()
             assert (info.state, info.pid, info.restarts) == ("failed", None, 1)
             start = trio.current_time()
@@ -102,8 +101,7 @@ async def test_a_hung_server_is_killed_and_restarted(tmp_path: Path) -> None:
             assert states(report) == {"fake": "timeout"}
             assert report.text() == "Diagnostics: (no diagnostics from fake within 0.3 s)"
             with trio.fail_after(10):  # the probe goes unanswered: killed, then restarted
-                while lsp.infos()[0].restarts == 0 or lsp.infos()[0].state != "running":
-                    await trio.sleep(0.02)
+                await lsp.wait_until(lambda: (lsp.infos()[0].restarts, lsp.infos()[0].state) == (1, "running"))
             assert not psutil.pid_exists(before.pid or 0)
             after = await lsp.diagnostics_after_write(str(tmp_path), "a.fk", "ERROR", 5)
             assert states(after) == {"fake": "ok"} and len(after.diagnostics) == 1
@@ -178,3 +176,20 @@ async def test_closing_kills_the_whole_family_and_drops_the_ledger_rows(tmp_path
             assert [row.kind for row in ledger.rows()] == ["lsp:fake"]
         # running() checked that neither the server nor its two children survive
     assert ledger.rows() == []
+
+
+async def test_an_idle_server_is_stopped_and_started_again_on_the_next_write(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    with trio.fail_after(LIMIT):
+        async with running(fake_config(log=log, idle_timeout=0.5)) as lsp:
+            await lsp.diagnostics_after_write(str(tmp_path), "a.fk", "x", 5)
+            (first,) = lsp.infos()
+            with trio.fail_after(10):
+                await lsp.wait_until(lambda: not lsp.infos())
+            assert not psutil.pid_exists(first.pid or 0)
+            report = await lsp.diagnostics_after_write(str(tmp_path), "a.fk", "ERROR", 5)
+            assert states(report) == {"fake": "ok"} and len(report.diagnostics) == 1
+            (second,) = lsp.infos()
+            assert second.pid != first.pid and second.restarts == 0
+    methods = [e.get("method") for e in log_entries(log)]
+    assert methods.count("initialize") == 2 and methods.count("shutdown") == 2
