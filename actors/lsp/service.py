@@ -14,7 +14,6 @@ Struct (``actors.lsp.report``) that needs no trio to decode or render.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
@@ -33,7 +32,7 @@ from protocol.messages import LspServerInfo
 from supervisor.ledger.store import Ledger
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 from supervisor.tree.backoff import RestartPolicy
-from supervisor.tree.specs import ChildRunning, ChildState, DuplicateChild, UnknownChild
+from supervisor.tree.specs import ChildState, UnknownChild
 
 __all__ = ["LanguageServers", "LspWarning"]
 
@@ -72,6 +71,7 @@ class LanguageServers:
         self._warned: set[str] = set()
         self._supervisor: Supervisor | None = None
         self._changed = trio.Event()
+        self._lookup = trio.Lock()  # one lookup-or-start at a time: starts are instant
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the ``lsp`` supervisor until cancelled; stopping closes every server at once.
@@ -162,6 +162,10 @@ class LanguageServers:
     # --- internals -------------------------------------------------------------------------
 
     async def _actor(self, definition: ServerDef, root: str, program: str) -> LspServer:
+        async with self._lookup:
+            return await self._lookup_or_start(definition, root, program)
+
+    async def _lookup_or_start(self, definition: ServerDef, root: str, program: str) -> LspServer:
         supervisor = self._supervisor
         if supervisor is None:
             raise ActorGone("the lsp supervisor is not running")
@@ -170,9 +174,8 @@ class LanguageServers:
             info = supervisor.child(child_id)
             ended = isinstance(info.handle, LspServer) and info.handle.ended
             if info.state is ChildState.STOPPED or ended:  # stopped when idle: start anew
-                with contextlib.suppress(ChildRunning):  # another write just did
-                    await supervisor.terminate_child(child_id)  # joins the exit in flight
-                    await supervisor.delete_child(child_id)
+                await supervisor.terminate_child(child_id)  # joins the exit in flight
+                await supervisor.delete_child(child_id)
                 raise UnknownChild(child_id)
             handle = info.handle
         except UnknownChild:
@@ -180,10 +183,7 @@ class LanguageServers:
                               on_change=self._pulse)
             spec = ChildSpec(id=child_id, start=actor.run, restart=RestartType.TRANSIENT,
                              shutdown=self.config.shutdown_timeout + 2)
-            try:
-                handle = await supervisor.start_child(spec)
-            except DuplicateChild:  # another write started it meanwhile
-                handle = supervisor.child(child_id).handle
+            handle = await supervisor.start_child(spec)
         if not isinstance(handle, LspServer):
             raise ActorGone(f"language server {child_id} is restarting")
         return handle
