@@ -16,12 +16,25 @@ import msgspec
 
 from actors.lsp.messages import Diagnostic
 
-__all__ = ["DiagnosticLine", "DiagnosticsReport", "ServerStatus", "lines_of"]
+__all__ = ["DiagnosticLine", "DiagnosticsQuery", "DiagnosticsReport", "ServerStatus", "lines_of"]
 
 ServerState = Literal["ok", "timeout", "crashed", "failed", "unavailable"]
 Severity = Literal["error", "warning"]
 _SEVERITY: dict[int, Severity] = {1: "error", 2: "warning"}
 _NEWLINES = re.compile(r"\r\n|\r|\n")
+
+
+class DiagnosticsQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """What the native worker asks the daemon (one frame; the answer is a ``DiagnosticsReport``).
+
+    ``text`` set: the file was just written with it (``write``/``edit``). ``text`` None: the
+    file's current diagnostics, as it is on disk (the ``diagnostics {path}`` tool). ``path`` is
+    relative to the session's cwd or absolute; ``settle_timeout`` None means ``[lsp]``'s.
+    """
+
+    path: str
+    text: str | None = None
+    settle_timeout: float | None = None
 
 
 class DiagnosticLine(msgspec.Struct, frozen=True, kw_only=True):

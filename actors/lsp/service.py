@@ -25,7 +25,7 @@ import trio
 
 from actors.lsp.actor import LspServer, LspSettings, Outcome
 from actors.lsp.config import LspConfig, resolve_servers
-from actors.lsp.report import DiagnosticLine, DiagnosticsReport, ServerStatus, lines_of
+from actors.lsp.report import DiagnosticLine, DiagnosticsQuery, DiagnosticsReport, ServerStatus, lines_of
 from actors.lsp.servers import ServerDef, find_root
 from protocol.errors import ActorGone
 from protocol.messages import LspServerInfo
@@ -141,6 +141,20 @@ class LanguageServers:
         full = os.path.normpath(os.path.join(session_cwd, path))
         data = await trio.to_thread.run_sync(_read, full)
         return await self.diagnostics_after_write(session_cwd, full, data, settle_timeout)
+
+    async def answer(self, session_cwd: str, query: DiagnosticsQuery) -> DiagnosticsReport:
+        """Serve one ``DiagnosticsQuery`` frame of a session whose cwd is ``session_cwd``.
+
+        A file that cannot be read (``text`` None) gives a report with no servers, not an error.
+        """
+        if query.text is not None:
+            return await self.diagnostics_after_write(session_cwd, query.path, query.text,
+                                                      query.settle_timeout)
+        try:
+            return await self.current_diagnostics(session_cwd, query.path, query.settle_timeout)
+        except (OSError, ValueError) as exc:
+            log.info("diagnostics of %s: cannot read it: %s", query.path, exc)
+            return DiagnosticsReport(path=query.path)
 
     def infos(self) -> list[LspServerInfo]:
         """One row per actor, in start order (``lsp.list``)."""

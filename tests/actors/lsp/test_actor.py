@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import psutil
 import pytest
 import trio
 
-from actors.lsp.report import DiagnosticsReport
+from actors.lsp.report import DiagnosticsQuery, DiagnosticsReport
 from supervisor.ledger.store import Ledger
 from tests.actors.lsp.rig import fake_config, log_entries, running
 
@@ -193,3 +194,17 @@ async def test_an_idle_server_is_stopped_and_started_again_on_the_next_write(tmp
             assert second.pid != first.pid and second.restarts == 0
     methods = [e.get("method") for e in log_entries(log)]
     assert methods.count("initialize") == 2 and methods.count("shutdown") == 2
+
+
+async def test_the_worker_query_frame_round_trips_through_msgpack(tmp_path: Path) -> None:
+    (tmp_path / "b.fk").write_text("ERROR\n")
+    encode, decode = msgspec.msgpack.encode, msgspec.msgpack.decode
+    with trio.fail_after(LIMIT):
+        async with running(fake_config()) as lsp:
+            for query in (DiagnosticsQuery(path="a.fk", text="x\nERROR", settle_timeout=5),
+                          DiagnosticsQuery(path="b.fk", settle_timeout=5)):
+                wire = decode(encode(query), type=DiagnosticsQuery)
+                report = decode(encode(await lsp.answer(str(tmp_path), wire)), type=DiagnosticsReport)
+                assert len(report.diagnostics) == 1 and report.text().startswith("Diagnostics:\n")
+            missing = await lsp.answer(str(tmp_path), DiagnosticsQuery(path="gone.fk"))
+            assert missing == DiagnosticsReport(path="gone.fk")
