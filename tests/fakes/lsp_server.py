@@ -11,7 +11,7 @@ Flags: ``--no-version`` publishes without versions; ``--stale`` publishes the pr
 version's diagnostics (with its old version) before each current one; ``--pull`` offers pull
 diagnostics and never pushes; ``--children`` starts two sleeping children, one in its process
 group and one in a session of its own (like node servers and their workers); ``--ignore-term``
-ignores SIGTERM; ``--log FILE`` appends ``{"pid", "method"}`` per message received, and the
+ignores SIGTERM; ``--slow-start`` answers ``initialize`` after a second; ``--log FILE`` appends ``{"pid", "method"}`` per message received, and the
 configuration answer as ``{"pid", "configuration"}``.
 """
 
@@ -119,6 +119,8 @@ def main() -> None:
         log({"method": method})
         params = message.get("params") or {}
         if method == "initialize":
+            if "--slow-start" in ARGS:
+                time.sleep(1.0)
             caps: dict[str, Any] = {"textDocumentSync": 1}
             if "--pull" in ARGS:
                 caps["diagnosticProvider"] = {"interFileDependencies": False,

@@ -208,3 +208,12 @@ async def test_the_worker_query_frame_round_trips_through_msgpack(tmp_path: Path
                 assert len(report.diagnostics) == 1 and report.text().startswith("Diagnostics:\n")
             missing = await lsp.answer(str(tmp_path), DiagnosticsQuery(path="gone.fk"))
             assert missing == DiagnosticsReport(path="gone.fk")
+
+
+async def test_the_first_write_to_a_cold_server_waits_for_its_start_up(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with running(fake_config("--slow-start")) as lsp:
+            start = trio.current_time()
+            report = await lsp.diagnostics_after_write(str(tmp_path), "a.fk", "ERROR", 0.2)
+            assert states(report) == {"fake": "ok"} and len(report.diagnostics) == 1
+            assert trio.current_time() - start >= 1.0  # it did wait past the settle timeout
