@@ -4,7 +4,8 @@ It owns one server process at a time (an *incarnation*: ``open_child`` with the 
 a fresh ``LspCore`` and ``Connection``). When an incarnation ends without being asked to —
 a crash, a framing error, a hang the watchdog killed — the actor restarts it under its restart
 policy (``[lsp] restart_intensity`` in ``restart_period``, the session backoff in between);
-beyond that it is ``failed``: no process runs and every call answers ``failed`` at once.
+beyond that it is ``failed``: no process runs and every call answers ``failed`` at once,
+until the actor is stopped as idle (below); the next write then tries a fresh one.
 Leaving the actor (the ``lsp`` supervisor stopping it, the daemon stopping) closes the process:
 ``shutdown`` and ``exit``, stdin closed, then SIGTERM and SIGKILL to the process group and to
 any descendant that left it, so node children do not outlive their server.
