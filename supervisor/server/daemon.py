@@ -168,7 +168,8 @@ def _children(config: DaemonConfig, app: Application, host: Host, token: str,
 
     return [
         ChildSpec(id="orphan-reaper", start=run_orphan_reaper, shutdown=1.0),
-        ChildSpec(id="connections", start=connections, shutdown=3.0, type=ChildType.SUPERVISOR),
+        # Each connection flushes for at most ~5 s (listener._DISCONNECT_TIMEOUT), all at once.
+        ChildSpec(id="connections", start=connections, shutdown=6.0, type=ChildType.SUPERVISOR),
         *app.children(),
         ChildSpec(id="listener", start=listener, shutdown=2.0, restart=RestartType.PERMANENT),
     ]

@@ -33,7 +33,7 @@ from protocol.codec import encode
 from protocol.errors import ErrorCode
 from protocol.messages import ErrorFrame
 from protocol.models import DaemonInfo
-from supervisor.server.connection import Backend, Connection
+from supervisor.server.connection import FLUSH_TIMEOUT, Backend, Connection
 from supervisor.server.gate import Gate
 from supervisor.tree import ChildSpec, RestartType, Supervisor
 
@@ -41,7 +41,9 @@ __all__ = ["Sockets", "bind", "run_listener"]
 
 log = logging.getLogger("corral.listener")
 _ids = itertools.count(1)
-_DISCONNECT_TIMEOUT = 5.0
+_CLOSE_TIMEOUT = 1.0
+# A connection's shutdown grace: its flush and close bounds, and a margin.
+_DISCONNECT_TIMEOUT = FLUSH_TIMEOUT + 2 * _CLOSE_TIMEOUT + 1.0
 _RETRY = 0.1
 _CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
@@ -123,6 +125,7 @@ class _Serving:
     async def run(self, stream: trio.abc.Stream, unix: bool, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        aborted = False
         try:
             async with trio.open_nursery() as nursery:
                 ws = _Connection(stream, WSConnection(ConnectionType.SERVER), message_queue_size=16,
@@ -133,12 +136,17 @@ class _Serving:
                     with trio.move_on_after(self.handshake_timeout):
                         accepted = await self._upgrade(ws, unix)
                     if accepted is not None:
-                        await Connection(accepted, self.backend, token=self.token, info=self.info,
-                                         queue_size=self.queue_size,
-                                         handshake_timeout=self.handshake_timeout).run()
+                        connection = Connection(accepted, self.backend, token=self.token, info=self.info,
+                                                queue_size=self.queue_size,
+                                                handshake_timeout=self.handshake_timeout)
+                        try:
+                            await connection.run()
+                        finally:
+                            aborted = connection.aborted
                 finally:
-                    with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_TIMEOUT):
-                        await ws.aclose()
+                    if not aborted:
+                        with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
+                            await ws.aclose()
                     nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
