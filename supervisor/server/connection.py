@@ -12,7 +12,8 @@ stop; then each subscription is caught up to its feed's end and the writer, shie
 cancellation, writes out what is queued within ``FLUSH_TIMEOUT``, so a client sees a session's
 last events (``exit``, ``closed``) before its connection closes. A client that does not take
 them in time is cut off (``aborted``: its stream must be closed without a close handshake).
-Nothing is left running.
+Nothing is left running. A connection that crashes (a bug) closes with 1011 ``internal`` and
+raises: its supervisor logs it and forgets it; no other connection notices.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import msgspec
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
-from protocol.errors import BadHandshake, CorralError
+from protocol.errors import BadHandshake, CorralError, ErrorCode
 from protocol.messages import ClientRequest, SessionSubscribe, SessionUnsubscribe
 from protocol.models import DaemonInfo
 
@@ -41,6 +42,7 @@ _CATCH_UP_TIMEOUT = 1.0
 FLUSH_TIMEOUT = 2.0
 """How long a closing connection keeps writing what is queued for its client."""
 _CLOSE_TIMEOUT = 1.0
+_INTERNAL_ERROR = 1011
 
 
 class FeedLike(Protocol):
@@ -87,16 +89,21 @@ class Connection:
     async def run(self) -> None:
         """Serve the client until it leaves or the connection is cancelled (see the module docstring)."""
         writer = trio.CancelScope(shield=True)
+        crashed = False
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._writer, writer)
                 try:
                     if await self._handshake():
                         await self._serve_client()
+                except BaseException as exc:
+                    crashed = _is_crash(exc)  # a bug: the supervisor logs it
+                    raise
                 finally:
                     writer.deadline = trio.current_time() + FLUSH_TIMEOUT
                     try:
-                        self._catch_up()
+                        if not crashed:
+                            self._catch_up()
                     finally:
                         self._draining = True
                         self._changed()
@@ -107,6 +114,8 @@ class Connection:
             if not self.aborted:
                 closing = self.core.closing
                 code, reason = (1000, None) if closing is None else (closing.code, closing.reason)
+                if crashed:
+                    code, reason = _INTERNAL_ERROR, ErrorCode.INTERNAL.value
                 with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
                     await self.ws.aclose(code=code, reason=reason)
 
@@ -246,3 +255,10 @@ class Connection:
     async def _until(self, condition: Callable[[], bool]) -> None:
         while not condition():
             await self._wake.wait()
+
+
+def _is_crash(exc: BaseException) -> bool:
+    """True unless ``exc`` is a cancellation (possibly grouped): the connection was stopped."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_crash(inner) for inner in exc.exceptions)
+    return not isinstance(exc, trio.Cancelled)
