@@ -7,13 +7,16 @@ temporary child, which does the websocket upgrade (after the ``Gate``) and then 
 ``Connection`` actor. A connection that crashes is logged and closed by its supervisor alone.
 
 An oversized message is answered with an ``error`` frame ``frame_too_large`` and close code 1009
-with that reason. For that this module leans on two internals of trio-websocket 0.12.2 (pinned):
-the connection's ``_reader_task``/``_get_request`` (to run the upgrade on a stream we accepted)
-and ``_handle_message_event`` (to give an oversized frame the protocol's own error).
+with that reason. For that and the following this module leans on internals of trio-websocket 0.12.2 (pinned):
+the connection's ``_reader_task``/``_get_request`` (to run the upgrade on a stream we accepted),
+``_handle_message_event`` (to give an oversized frame the protocol's own error) and
+``_handle_close_connection_event`` (to send the close code of a frame wsproto cannot parse,
+such as 1007 for a text frame that is not UTF-8, instead of dropping the stream).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import logging
@@ -26,8 +29,9 @@ from pathlib import Path
 
 import trio
 import wsproto.events as wse
-from trio_websocket import CloseReason, WebSocketConnection
+from trio_websocket import CloseReason, ConnectionClosed, WebSocketConnection
 from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
 
 from protocol.codec import encode
 from protocol.errors import ErrorCode
@@ -45,6 +49,7 @@ _CLOSE_TIMEOUT = 1.0
 # A connection's shutdown grace: its flush and close bounds, and a margin.
 _DISCONNECT_TIMEOUT = FLUSH_TIMEOUT + 2 * _CLOSE_TIMEOUT + 1.0
 _RETRY = 0.1
+_REASON = 120  # a close frame's reason fits in 123 bytes
 _CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
@@ -180,7 +185,17 @@ async def _unix_listener(path: Path) -> trio.SocketListener:
 
 
 class _Connection(WebSocketConnection):
-    """A connection whose oversized frame gets the protocol's error and close reason."""
+    """A connection whose oversized frame gets the protocol's error and close reason, and whose
+    unparsable frame (a text frame that is not UTF-8, a framing error) gets its close code."""
+
+    async def _handle_close_connection_event(self, event: wse.CloseConnection) -> None:
+        # wsproto reports a frame it cannot parse as a close event while the connection is still
+        # open; trio-websocket would then drop the stream (the client sees 1006). RFC 6455 says
+        # to fail the connection, with the reason: send our close frame (1007 for bad UTF-8) first.
+        if self._wsproto.state is ConnectionState.OPEN:
+            with contextlib.suppress(ConnectionClosed):
+                await self._send(wse.CloseConnection(code=event.code, reason=(event.reason or "")[:_REASON]))
+        await super()._handle_close_connection_event(event)
 
     async def _handle_message_event(self, event: wse.BytesMessage | wse.TextMessage) -> None:
         if self._message_size + len(event.data) > self._max_message_size:

@@ -223,3 +223,23 @@ async def test_a_binary_frame_is_bad_request_and_the_connection_stays(daemon: Da
         error = await client.next_pushed()
         assert (error["type"], error["code"]) == ("error", "bad_request"), error
         assert (await client.ok("daemon.status"))["pid"] == daemon.info["pid"]
+
+
+async def test_a_text_frame_that_is_not_utf8_fails_that_connection_with_1007(daemon: DaemonProc) -> None:
+    from trio_websocket import wrap_client_stream
+
+    from .test_fuzz_frames import masked_frame
+
+    async with raw_client(daemon) as bystander:
+        async with trio.open_nursery() as nursery:
+            stream = await trio.open_tcp_stream("127.0.0.1", daemon.port)
+            ws = await wrap_client_stream(nursery, stream, "127.0.0.1", "/v1")
+            await ws.send_message(json.dumps({"type": "hello", "protocol": 1, "token": daemon.token}))
+            assert json.loads(await ws.get_message())["type"] == "welcome"
+            await stream.send_all(masked_frame(0x1, b'{"type": "daemon.status", "id": 1, "x": "\xff"}'))
+            with pytest.raises(ConnectionClosed) as closed:
+                with trio.fail_after(10):
+                    await ws.get_message()
+            assert closed.value.reason.code == 1007  # RFC 6455 §8.1: fail the connection, say why
+            nursery.cancel_scope.cancel()
+        assert (await bystander.ok("daemon.status"))["pid"] == daemon.info["pid"]
