@@ -19,8 +19,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_st
 from protocol.errors import UnknownSession
 from protocol.messages import ClientRequest, Empty, SessionClose
 from protocol.models import DaemonInfo
-from supervisor.server.connection import Connection
-FLUSH_TIMEOUT = 2.0
+from supervisor.server.connection import FLUSH_TIMEOUT, Connection
 
 TOKEN = "t0ken"
 
@@ -107,7 +106,7 @@ async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int 
             with scope:
                 await connection.run()
         finally:
-            if getattr(connection, 'aborted', False):
+            if connection.aborted:
                 await trio.aclose_forcefully(server_stream)
             done.set()
 
