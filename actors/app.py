@@ -121,7 +121,7 @@ class App:
                 return DaemonStatusResult(
                     version=__version__, pid=os.getpid(), uptime_s=self.host.uptime,
                     sessions=len(self.sessions.infos()), clients=self.host.clients,
-                    children=self.host.children())
+                    children=self.host.children(), supervisors=self.host.supervisors())
             case DaemonShutdown():
                 self.host.stop()
                 return Empty()

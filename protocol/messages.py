@@ -171,6 +171,25 @@ class Empty(Data, kw_only=True, frozen=True):
     """The ``{}`` result of requests that return nothing."""
 
 
+class SupervisorInfo(Data, kw_only=True, frozen=True):
+    """Restart statistics of one supervisor of the daemon's tree.
+
+    ``restarts``: every restart it decided since it started; ``restarts_in_period``: those that
+    count against ``intensity`` now (more than ``intensity`` within ``period`` seconds and the
+    supervisor gives up, and its parent decides); ``children``/``running``: how many children
+    it holds and how many of them run.
+    """
+
+    name: str
+    strategy: str
+    intensity: int
+    period: float
+    restarts: int
+    restarts_in_period: int
+    children: int
+    running: int
+
+
 class DaemonStatusResult(Data, kw_only=True, frozen=True):
     version: str
     pid: int
@@ -178,6 +197,8 @@ class DaemonStatusResult(Data, kw_only=True, frozen=True):
     sessions: int
     clients: int
     children: list[ChildProcess]
+    supervisors: list[SupervisorInfo] = msgspec.field(default_factory=list)
+    """Every supervisor of the daemon's tree, root first (depth-first)."""
 
 
 class HarnessListResult(Data, kw_only=True, frozen=True):
