@@ -18,6 +18,7 @@ import msgspec
 import trio
 
 from actors.fake import FakeDriver
+from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import decode_providers, load_prices
 from actors.native.driver import NativeDriver
 from actors.session.actor import Session
@@ -33,6 +34,8 @@ from protocol.messages import (
     Empty,
     HarnessList,
     HarnessListResult,
+    LspList,
+    LspListResult,
     SessionClose,
     SessionCreate,
     SessionGet,
@@ -100,17 +103,25 @@ class App:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.sessions = Sessions(host.state.root, self.config, host.ledger, drivers(self.config))
+        lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
+        self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
 
     def boot(self, host: Host) -> None:
         for warning in self.loaded.warnings:
+            if warning != _LSP_UNKNOWN:
+                log.warning("config: %s", warning)
+        for warning in [*self.lsp_warnings, *(w.message for w in self.lsp.warnings)]:
             log.warning("config: %s", warning)
         revived = self.sessions.boot()
         if revived:
             log.info("closed %d session(s) left open by a crashed daemon", len(revived))
 
     def children(self) -> Sequence[ChildSpec]:
-        return [ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
-                          shutdown=self.config.daemon.shutdown_timeout + 5)]
+        # lsp before sessions, so that it stops after them: a closing session may still ask.
+        lsp = ChildSpec(id="lsp", start=self.lsp.run, type=ChildType.SUPERVISOR,
+                        shutdown=self.lsp.config.shutdown_timeout + 5)
+        return [lsp, ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+                               shutdown=self.config.daemon.shutdown_timeout + 5)]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
         match request:
@@ -118,7 +129,7 @@ class App:
                 return DaemonStatusResult(
                     version=__version__, pid=os.getpid(), uptime_s=self.host.uptime,
                     sessions=len(self.sessions.infos()), clients=self.host.clients,
-                    children=self.host.children())
+                    children=self.host.children(), supervisors=self.host.supervisors())
             case DaemonShutdown():
                 self.host.stop()
                 return Empty()
@@ -128,6 +139,8 @@ class App:
                 return SessionResult(session=await self.sessions.create(request))
             case SessionList():
                 return SessionListResult(sessions=self.sessions.infos())
+            case LspList():
+                return LspListResult(servers=self.lsp.infos())
             case SessionGet(session_id=sid):
                 return SessionResult(session=self.sessions.get(sid).info())
             case SessionClose(session_id=sid) if not isinstance(self.sessions.get(sid), Session):
@@ -141,6 +154,10 @@ class App:
 
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
+
+
+_LSP_UNKNOWN = "unknown key 'lsp' ignored"
+"""The generic loader does not know ``[lsp]`` (read by ``load_lsp_config``) until the config root does."""
 
 
 def _expand(path: str | None) -> str | None:

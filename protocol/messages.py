@@ -6,7 +6,7 @@ its id. Tags are the method names of PROTOCOL.md and never change.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -133,6 +133,10 @@ class SessionClose(Request, tag="session.close", kw_only=True, frozen=True):
     session_id: str
 
 
+class LspList(Request, tag="lsp.list", kw_only=True, frozen=True):
+    """List the language servers running (or failed) under the daemon, one per (root, server)."""
+
+
 ClientRequest = (
     DaemonStatus
     | DaemonShutdown
@@ -147,6 +151,7 @@ ClientRequest = (
     | SessionPermission
     | SessionSetModel
     | SessionClose
+    | LspList
 )
 """Every request a client may send after the handshake."""
 
@@ -155,7 +160,7 @@ REQUEST_TYPES: dict[str, type[Request]] = {
     for cls in (
         DaemonStatus, DaemonShutdown, HarnessList, SessionCreate, SessionList, SessionGet,
         SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
-        SessionPermission, SessionSetModel, SessionClose,
+        SessionPermission, SessionSetModel, SessionClose, LspList,
     )
 }
 
@@ -166,6 +171,25 @@ class Empty(Data, kw_only=True, frozen=True):
     """The ``{}`` result of requests that return nothing."""
 
 
+class SupervisorInfo(Data, kw_only=True, frozen=True):
+    """Restart statistics of one supervisor of the daemon's tree.
+
+    ``restarts``: every restart it decided since it started; ``restarts_in_period``: those that
+    count against ``intensity`` now (more than ``intensity`` within ``period`` seconds and the
+    supervisor gives up, and its parent decides); ``children``/``running``: how many children
+    it holds and how many of them run.
+    """
+
+    name: str
+    strategy: str
+    intensity: int
+    period: float
+    restarts: int
+    restarts_in_period: int
+    children: int
+    running: int
+
+
 class DaemonStatusResult(Data, kw_only=True, frozen=True):
     version: str
     pid: int
@@ -173,6 +197,8 @@ class DaemonStatusResult(Data, kw_only=True, frozen=True):
     sessions: int
     clients: int
     children: list[ChildProcess]
+    supervisors: list[SupervisorInfo] = msgspec.field(default_factory=list)
+    """Every supervisor of the daemon's tree, root first (depth-first)."""
 
 
 class HarnessListResult(Data, kw_only=True, frozen=True):
@@ -195,6 +221,24 @@ class PromptResult(Data, kw_only=True, frozen=True):
     delivery: Delivery
 
 
+LspState = Literal["starting", "running", "restarting", "failed"]
+"""``failed``: restarted more often than its restart intensity allows; no process runs."""
+
+
+class LspServerInfo(Data, kw_only=True, frozen=True):
+    """One language-server actor: the workspace ``root`` (a path) and the server id it runs."""
+
+    root: str
+    server: str
+    state: LspState
+    pid: int | None
+    restarts: int
+
+
+class LspListResult(Data, kw_only=True, frozen=True):
+    servers: list[LspServerInfo]
+
+
 RESULT_TYPES: dict[str, type[Data]] = {
     "daemon.status": DaemonStatusResult,
     "daemon.shutdown": Empty,
@@ -209,6 +253,7 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.permission": Empty,
     "session.set_model": Empty,
     "session.close": Empty,
+    "lsp.list": LspListResult,
 }
 """The result shape of each method, for clients that decode ``ok.result``."""
 

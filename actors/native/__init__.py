@@ -1,1 +1,2 @@
-"""The native harness: corral's own Google-ADK coding agent, run in a supervised worker process."""
+"""corral's own coding agent on Google ADK: coding tools, model adapters, the worker process,
+and the daemon-side driver."""

@@ -23,8 +23,9 @@ from typing import Any, NamedTuple, NoReturn
 import msgspec
 import trio
 
-from protocol.errors import CorralError
+from protocol.errors import CorralError, ProtocolError
 from protocol.events import Decision
+from protocol.messages import LspList, LspListResult
 from protocol.models import Permissions, SessionInfo
 from protocol.schema import client_protocol_schema
 
@@ -105,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("ls", _ls, "List sessions.").add_argument("--json", action="store_true",
                                                       help="print JSON")
     command("harnesses", _harnesses, "List harnesses and whether they are available.")
+    sub = command("lsp", _lsp, "Language servers: `corral lsp ls` lists them.")
+    sub.add_argument("what", choices=("ls",), help="ls: one row per (workspace root, server)")
+    sub.add_argument("--json", action="store_true", help="print JSON")
 
     sub = command("attach", _attach, "Stream a session as text; Ctrl-C detaches.")
     sub.add_argument("id", metavar="ID")
@@ -221,6 +225,24 @@ def _harnesses(args: argparse.Namespace) -> None:
         rows.append([found.harness, "yes" if found.available else "no", found.version or "-",
                      found.path or found.reason or "-"])
     _table(rows)
+
+
+def _lsp(args: argparse.Namespace) -> None:
+    async def fetch() -> LspListResult:
+        async with open_client(_state(args)) as client:
+            result = await client.request(LspList(id=0))
+        if not isinstance(result, LspListResult):
+            raise ProtocolError(f"lsp.list answered a {type(result).__name__}")
+        return result
+
+    servers = trio.run(fetch).servers
+    if args.json:
+        print(msgspec.json.encode(servers).decode())
+    elif servers:
+        _table([["SERVER", "STATE", "PID", "RESTARTS", "ROOT"],
+                *([s.server, s.state, str(s.pid or "-"), str(s.restarts), s.root] for s in servers)])
+    else:
+        print("no language servers")
 
 
 def _attach(args: argparse.Namespace) -> None:

@@ -1,49 +1,48 @@
-"""The connection actor: one per client, on TCP or the Unix socket.
+"""The connection actor: the trio shell around one ``ConnectionCore``, on TCP or the Unix socket.
 
-It owns the handshake, a reader that decodes and dispatches requests (each in its own task, so
-responses may come out of order), one pump per subscription, and a writer that drains the
-bounded ``OutQueue``. A slow client only ever fills its own queue: a live subscription whose
-event does not fit is ``lagged`` and unsubscribed; the session is never blocked. When the
-client goes away, the connection's nursery cancels its pumps and requests; nothing is left.
+Tasks: a reader that feeds frames to the core and serves each request in its own task (so
+responses may come out of order, at most ``_MAX_IN_FLIGHT`` at once); one pump per subscription
+that offers its session's feed to the core; and a writer that writes what the core hands out.
+A slow client only ever fills its own queue; the session is never blocked.
+
+Ending. When the client leaves, the core closes the connection (a refused handshake, a client
+that stopped reading) or the connection is cancelled (its supervisor stops it: the daemon is
+stopping, after the sessions have run their close sequence), the reader, requests and pumps
+stop; then each subscription is caught up to its feed's end and the writer, shielded from the
+cancellation, writes out what is queued within ``FLUSH_TIMEOUT``, so a client sees a session's
+last events (``exit``, ``closed``) before its connection closes. A client that does not take
+them in time is cut off (``aborted``: its stream must be closed without a close handshake).
+Nothing is left running. A connection that crashes (a bug) closes with 1011 ``internal`` and
+raises: its supervisor logs it and forgets it; no other connection notices.
 """
 
 from __future__ import annotations
 
-import hmac
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import msgspec
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
-from protocol.base import PROTOCOL_VERSION
-from protocol.codec import FrameError, decode_hello, decode_request, encode
-from protocol.errors import (
-    BadHandshake,
-    CorralError,
-    Unauthorized,
-    UnsupportedProtocol,
-)
-from protocol.messages import (
-    ClientRequest,
-    ErrorFrame,
-    Lagged,
-    Ok,
-    SessionSubscribe,
-    SessionUnsubscribe,
-    SubscribeResult,
-    Welcome,
-)
+from protocol.errors import BadHandshake, CorralError, ErrorCode
+from protocol.messages import ClientRequest, SessionSubscribe, SessionUnsubscribe
 from protocol.models import DaemonInfo
 
-from supervisor.server.outqueue import Item, OutQueue, QueueOverflow
+from supervisor.server.connection_core import ConnectionCore, Offer, Phase, Subscription
+
+__all__ = ["FLUSH_TIMEOUT", "Backend", "Connection", "FeedLike"]
 
 log = logging.getLogger("corral.connection")
 _ids = itertools.count(1)
 _MAX_IN_FLIGHT = 64
+_CATCH_UP_TIMEOUT = 1.0
+FLUSH_TIMEOUT = 2.0
+"""How long a closing connection keeps writing what is queued for its client."""
+_CLOSE_TIMEOUT = 1.0
+_INTERNAL_ERROR = 1011
 
 
 class FeedLike(Protocol):
@@ -68,82 +67,77 @@ class Backend(Protocol):
 
 
 class Connection:
-    """One client's actor."""
+    """One client's actor (see the module docstring)."""
 
     def __init__(self, ws: WebSocketConnection, backend: Backend, *, token: str, info: DaemonInfo,
                  queue_size: int, handshake_timeout: float) -> None:
-        self.id = f"c-{next(_ids)}"
         self.ws = ws
         self.backend = backend
-        self.token = token
-        self.info = info
-        self.queue = OutQueue(queue_size)
         self.handshake_timeout = handshake_timeout
+        self._wake = trio.Event()
+        self._serving: trio.CancelScope | None = None
         self._pumps: dict[str, trio.CancelScope] = {}
-        self._last_written: dict[str, int] = {}
+        self._feeds: dict[str, FeedLike] = {}
         self._in_flight = trio.Semaphore(_MAX_IN_FLIGHT)
-        self._cursors: dict[str, int] = {}
-        self._pumped = trio.Event()
+        self._draining = False
+        self.aborted = False
+        """Set by ``run`` when the client was cut off mid-write: its stream must be aborted."""
+        self.core = ConnectionCore(f"c-{next(_ids)}", token=token, info=info, queue_size=queue_size,
+                                   on_change=self._changed)
+        self.id = self.core.id
 
     async def run(self) -> None:
-        """Serve the client until it leaves; every task of the connection ends with it."""
-        if not await self._handshake():
-            return
+        """Serve the client until it leaves or the connection is cancelled (see the module docstring)."""
+        writer = trio.CancelScope(shield=True)
+        crashed = False
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._writer, nursery.cancel_scope)
-                await self._reader(nursery)
-                nursery.cancel_scope.cancel()
-        except QueueOverflow as exc:
-            log.warning("%s dropped: %s", self.id, exc)
+                nursery.start_soon(self._writer, writer)
+                try:
+                    if await self._handshake():
+                        await self._serve_client()
+                except BaseException as exc:
+                    crashed = _is_crash(exc)  # a bug: the supervisor logs it
+                    raise
+                finally:
+                    writer.deadline = trio.current_time() + FLUSH_TIMEOUT
+                    try:
+                        if not crashed:
+                            self._catch_up()
+                    finally:
+                        self._draining = True
+                        self._changed()
         finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(1):
-                await self._flush()
-                await self.ws.aclose()
+            # A writer cut off by the flush bound may have left half a frame on the stream: then
+            # there is no clean close to make, and the owner of the stream aborts it.
+            self.aborted = writer.cancelled_caught
+            if not self.aborted:
+                closing = self.core.closing
+                code, reason = (1000, None) if closing is None else (closing.code, closing.reason)
+                if crashed:
+                    code, reason = _INTERNAL_ERROR, ErrorCode.INTERNAL.value
+                with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
+                    await self.ws.aclose(code=code, reason=reason)
 
-    async def _flush(self) -> None:
-        """Send what is still queued (the daemon is stopping: let clients see the end)."""
-        try:
-            while len(self.queue):
-                await self._write(await self.queue.get())
-        except ConnectionClosed:
-            pass
+    # --- reading and serving ----------------------------------------------------------------
 
     async def _handshake(self) -> bool:
-        error: CorralError
         with trio.move_on_after(self.handshake_timeout) as scope:
             try:
                 frame = await self.ws.get_message()
             except ConnectionClosed:
                 return False
         if scope.cancelled_caught:
-            await self._refuse(BadHandshake(f"no hello within {self.handshake_timeout:g} s"))
+            self.core.refuse(BadHandshake(f"no hello within {self.handshake_timeout:g} s"))
             return False
-        try:
-            hello = decode_hello(frame)
-        except msgspec.DecodeError as exc:
-            error = BadHandshake(f"the first frame must be hello: {exc}")
-        else:
-            if not hmac.compare_digest(hello.token.encode(), self.token.encode()):
-                error = Unauthorized("wrong or missing token")
-            elif hello.protocol != PROTOCOL_VERSION:
-                error = UnsupportedProtocol(
-                    f"protocol {hello.protocol} is not supported; this daemon speaks {PROTOCOL_VERSION}")
-            else:
-                await self.ws.send_message(encode(Welcome(
-                    connection_id=self.id, daemon=self.info)).decode())
-                return True
-        await self._refuse(error)
-        return False
+        return self.core.receive_hello(frame)
 
-    async def _refuse(self, error: CorralError) -> None:
-        frame = ErrorFrame(id=None, code=error.code.value, message=error.message)
-        with trio.move_on_after(2):
-            try:
-                await self.ws.send_message(encode(frame).decode())
-                await self.ws.aclose(code=1008, reason=error.code.value)
-            except ConnectionClosed:
-                pass
+    async def _serve_client(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self._serving = nursery.cancel_scope
+            if self.core.phase is Phase.OPEN:
+                await self._reader(nursery)
+            nursery.cancel_scope.cancel()
 
     async def _reader(self, nursery: trio.Nursery) -> None:
         while True:
@@ -151,13 +145,12 @@ class Connection:
                 frame = await self.ws.get_message()
             except ConnectionClosed:
                 return
-            try:
-                request = decode_request(frame)
-            except FrameError as exc:
-                self._answer_error(exc.id, exc.error)
-                continue
-            await self._in_flight.acquire()
-            nursery.start_soon(self._serve, request, nursery)
+            if self.core.phase is not Phase.OPEN:
+                return
+            request = self.core.receive_request(frame)
+            if request is not None:
+                await self._in_flight.acquire()
+                nursery.start_soon(self._serve, request, nursery)
 
     async def _serve(self, request: ClientRequest, nursery: trio.Nursery) -> None:
         try:
@@ -165,86 +158,107 @@ class Connection:
                 case SessionSubscribe(session_id=sid, from_seq=from_seq):
                     feed = self.backend.feed(sid)
                     self._stop_pump(sid)
-                    start = max(from_seq, 1)
-                    self._last_written[sid] = start - 1
-                    self.queue.put_control(encode(Ok(id=request.id, result=SubscribeResult(
-                        last_seq=feed.last_seq))))
-                    scope = trio.CancelScope()
-                    self._pumps[sid] = scope
-                    nursery.start_soon(self._pump, sid, feed, start, scope)
+                    subscription = self.core.subscribe(request.id, sid, from_seq=from_seq,
+                                                       last_seq=feed.last_seq)
+                    self._feeds[sid] = feed
+                    self._pumps[sid] = scope = trio.CancelScope()
+                    nursery.start_soon(self._pump, subscription, feed, scope)
                 case SessionUnsubscribe(session_id=sid):
                     self.backend.feed(sid)  # unknown_session for an id that never existed
                     self._stop_pump(sid)
-                    self.queue.put_control(encode(Ok(id=request.id, result={})))
+                    self.core.unsubscribe(request.id, sid)
                 case _:
                     result = await self.backend.handle(request, self.id)
                     await self._let_pump_catch_up(getattr(request, "session_id", None))
-                    self.queue.put_control(encode(Ok(id=request.id, result=result)))
+                    self.core.answer(request.id, result)
         except CorralError as exc:
-            self._answer_error(request.id, exc)
+            self.core.fail(request.id, exc)
         except Exception as exc:
-            log.exception("request %s failed", type(request).__name__)
-            self._answer_error(request.id, CorralError(f"internal error: {type(exc).__name__}"))
+            log.exception("%s: request %s failed", self.id, type(request).__name__)
+            self.core.fail(request.id, CorralError(f"internal error: {type(exc).__name__}"))
         finally:
             self._in_flight.release()
 
     async def _let_pump_catch_up(self, session_id: str | None) -> None:
         """Queue the session's events up to now before the response, so that a client that
         hears "closed" has already been sent the ``exit`` (bounded: a lagging pump can't hold it)."""
-        if session_id is None or session_id not in self._pumps:
+        if session_id is None:
             return
         try:
             target = self.backend.feed(session_id).last_seq
         except CorralError:
             return
-        with trio.move_on_after(1):
-            while session_id in self._pumps and self._cursors.get(session_id, 0) <= target:
-                await self._pumped.wait()
+        with trio.move_on_after(_CATCH_UP_TIMEOUT):
+            await self._until(lambda: self.core.caught_up(session_id, target))
 
-    def _answer_error(self, request_id: int | None, error: CorralError) -> None:
-        self.queue.put_control(encode(ErrorFrame(
-            id=request_id, code=error.code.value, message=error.message, data=error.data)))
+    # --- pumps ------------------------------------------------------------------------------
+
+    async def _pump(self, subscription: Subscription, feed: FeedLike, scope: trio.CancelScope) -> None:
+        """Replay from the subscription's cursor (waiting for room), then follow live."""
+        with scope:
+            while True:
+                for frame in feed.read_from(subscription.cursor):
+                    while (offer := self.core.offer(subscription, frame)) is Offer.FULL:
+                        await self._until(self.core.has_room)
+                    if offer is not Offer.QUEUED:
+                        return
+                self.core.replayed(subscription)
+                await feed.wait_past(subscription.cursor - 1)
 
     def _stop_pump(self, session_id: str) -> None:
         scope = self._pumps.pop(session_id, None)
         if scope is not None:
             scope.cancel()
-        self.queue.drop_session(session_id, markers=True)
+        self._feeds.pop(session_id, None)
 
-    async def _pump(self, session_id: str, feed: FeedLike, cursor: int, scope: trio.CancelScope) -> None:
-        """Replay from ``cursor`` (with backpressure), then follow live (lagging when full)."""
-        live = False
-        with scope:
-            while True:
-                for frame in feed.read_from(cursor):
-                    if not self.queue.has_room():
-                        if live:
-                            self._pumps.pop(session_id, None)
-                            self.queue.put_lagged(session_id)
-                            return
-                        await self.queue.wait_room()
-                    self.queue.put_event(session_id, cursor, frame)
-                    cursor += 1
-                self._cursors[session_id] = cursor
-                self._pumped.set()
-                self._pumped = trio.Event()
-                live = True
-                await feed.wait_past(cursor - 1)
+    def _catch_up(self) -> None:
+        """Offer each subscription what its feed holds beyond it (the pumps are stopped)."""
+        if self.ws.closed is not None:
+            return
+        for subscription in self.core.subscriptions():
+            feed = self._feeds.get(subscription.session_id)
+            if feed is None:
+                continue
+            try:
+                for frame in feed.read_from(subscription.cursor):
+                    if self.core.offer(subscription, frame) is not Offer.QUEUED:
+                        break
+            except Exception:
+                log.exception("%s: could not catch up on session %s", self.id, subscription.session_id)
+
+    # --- writing ----------------------------------------------------------------------------
 
     async def _writer(self, scope: trio.CancelScope) -> None:
-        try:
-            while True:
-                await self._write(await self.queue.get())
-        except ConnectionClosed:
-            scope.cancel()
+        """Write what the core hands out; shielded (``run`` bounds it), so no frame is cut short."""
+        with scope:
+            try:
+                while True:
+                    frame = self.core.next_frame()
+                    if frame is None:
+                        if self._draining:
+                            return
+                        await self._until(lambda: self.core.queued > 0 or self._draining)
+                        continue
+                    await self.ws.send_message(frame.decode())
+            except ConnectionClosed:
+                pass
+            finally:
+                if self._serving is not None:
+                    self._serving.cancel()
 
-    async def _write(self, item: Item) -> None:
-        if item.frame is None:
-            sid = item.session_id or ""
-            payload = encode(Lagged(session_id=sid, last_seq=self._last_written.get(sid, 0)))
-        else:
-            payload = item.frame
-        await self.ws.send_message(payload.decode())
-        if item.frame is not None and item.session_id is not None:
-            self._last_written[item.session_id] = item.seq
+    def _changed(self) -> None:
+        self._wake.set()
+        self._wake = trio.Event()
+        if self.core.closing is not None and self._serving is not None:
+            self._serving.cancel()
 
+    async def _until(self, condition: Callable[[], bool]) -> None:
+        while not condition():
+            await self._wake.wait()
+
+
+def _is_crash(exc: BaseException) -> bool:
+    """True unless ``exc`` is a cancellation (possibly grouped): the connection was stopped."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_crash(inner) for inner in exc.exceptions)
+    return not isinstance(exc, trio.Cancelled)

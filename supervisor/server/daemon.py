@@ -28,6 +28,7 @@ from typing import Protocol
 import trio
 
 from protocol.base import format_ts
+from protocol.messages import SupervisorInfo
 from protocol.models import ChildProcess, DaemonInfo
 from supervisor import __version__
 from supervisor.config import DaemonConfig
@@ -83,6 +84,14 @@ class Host:
         if self.root is not None:
             _walk(self.root, out)
         return out
+
+    def supervisors(self) -> list[SupervisorInfo]:
+        """``statistics()`` as ``daemon.status`` reports it."""
+        return [SupervisorInfo(name=s.name, strategy=s.strategy.value, intensity=s.intensity,
+                               period=s.period, restarts=s.restarts,
+                               restarts_in_period=s.restarts_in_period, children=len(s.children),
+                               running=s.running)
+                for s in self.statistics()]
 
 
 class Application(Backend, Protocol):
@@ -168,7 +177,8 @@ def _children(config: DaemonConfig, app: Application, host: Host, token: str,
 
     return [
         ChildSpec(id="orphan-reaper", start=run_orphan_reaper, shutdown=1.0),
-        ChildSpec(id="connections", start=connections, shutdown=3.0, type=ChildType.SUPERVISOR),
+        # Each connection flushes for at most ~5 s (listener._DISCONNECT_TIMEOUT), all at once.
+        ChildSpec(id="connections", start=connections, shutdown=6.0, type=ChildType.SUPERVISOR),
         *app.children(),
         ChildSpec(id="listener", start=listener, shutdown=2.0, restart=RestartType.PERMANENT),
     ]

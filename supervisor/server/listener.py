@@ -7,13 +7,16 @@ temporary child, which does the websocket upgrade (after the ``Gate``) and then 
 ``Connection`` actor. A connection that crashes is logged and closed by its supervisor alone.
 
 An oversized message is answered with an ``error`` frame ``frame_too_large`` and close code 1009
-with that reason. For that this module leans on two internals of trio-websocket 0.12.2 (pinned):
-the connection's ``_reader_task``/``_get_request`` (to run the upgrade on a stream we accepted)
-and ``_handle_message_event`` (to give an oversized frame the protocol's own error).
+with that reason. For that and the following this module leans on internals of trio-websocket 0.12.2 (pinned):
+the connection's ``_reader_task``/``_get_request`` (to run the upgrade on a stream we accepted),
+``_handle_message_event`` (to give an oversized frame the protocol's own error) and
+``_handle_close_connection_event`` (to send the close code of a frame wsproto cannot parse,
+such as 1007 for a text frame that is not UTF-8, instead of dropping the stream).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import logging
@@ -26,14 +29,15 @@ from pathlib import Path
 
 import trio
 import wsproto.events as wse
-from trio_websocket import CloseReason, WebSocketConnection
+from trio_websocket import CloseReason, ConnectionClosed, WebSocketConnection
 from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
 
 from protocol.codec import encode
 from protocol.errors import ErrorCode
 from protocol.messages import ErrorFrame
 from protocol.models import DaemonInfo
-from supervisor.server.connection import Backend, Connection
+from supervisor.server.connection import FLUSH_TIMEOUT, Backend, Connection
 from supervisor.server.gate import Gate
 from supervisor.tree import ChildSpec, RestartType, Supervisor
 
@@ -41,8 +45,11 @@ __all__ = ["Sockets", "bind", "run_listener"]
 
 log = logging.getLogger("corral.listener")
 _ids = itertools.count(1)
-_DISCONNECT_TIMEOUT = 5.0
+_CLOSE_TIMEOUT = 1.0
+# A connection's shutdown grace: its flush and close bounds, and a margin.
+_DISCONNECT_TIMEOUT = FLUSH_TIMEOUT + 2 * _CLOSE_TIMEOUT + 1.0
 _RETRY = 0.1
+_REASON = 120  # a close frame's reason fits in 123 bytes
 _CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
@@ -123,6 +130,7 @@ class _Serving:
     async def run(self, stream: trio.abc.Stream, unix: bool, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        aborted = False
         try:
             async with trio.open_nursery() as nursery:
                 ws = _Connection(stream, WSConnection(ConnectionType.SERVER), message_queue_size=16,
@@ -133,12 +141,17 @@ class _Serving:
                     with trio.move_on_after(self.handshake_timeout):
                         accepted = await self._upgrade(ws, unix)
                     if accepted is not None:
-                        await Connection(accepted, self.backend, token=self.token, info=self.info,
-                                         queue_size=self.queue_size,
-                                         handshake_timeout=self.handshake_timeout).run()
+                        connection = Connection(accepted, self.backend, token=self.token, info=self.info,
+                                                queue_size=self.queue_size,
+                                                handshake_timeout=self.handshake_timeout)
+                        try:
+                            await connection.run()
+                        finally:
+                            aborted = connection.aborted
                 finally:
-                    with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_TIMEOUT):
-                        await ws.aclose()
+                    if not aborted:
+                        with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
+                            await ws.aclose()
                     nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
@@ -172,7 +185,17 @@ async def _unix_listener(path: Path) -> trio.SocketListener:
 
 
 class _Connection(WebSocketConnection):
-    """A connection whose oversized frame gets the protocol's error and close reason."""
+    """A connection whose oversized frame gets the protocol's error and close reason, and whose
+    unparsable frame (a text frame that is not UTF-8, a framing error) gets its close code."""
+
+    async def _handle_close_connection_event(self, event: wse.CloseConnection) -> None:
+        # wsproto reports a frame it cannot parse as a close event while the connection is still
+        # open; trio-websocket would then drop the stream (the client sees 1006). RFC 6455 says
+        # to fail the connection, with the reason: send our close frame (1007 for bad UTF-8) first.
+        if self._wsproto.state is ConnectionState.OPEN:
+            with contextlib.suppress(ConnectionClosed):
+                await self._send(wse.CloseConnection(code=event.code, reason=(event.reason or "")[:_REASON]))
+        await super()._handle_close_connection_event(event)
 
     async def _handle_message_event(self, event: wse.BytesMessage | wse.TextMessage) -> None:
         if self._message_size + len(event.data) > self._max_message_size:

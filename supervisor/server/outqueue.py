@@ -2,9 +2,12 @@
 
 Event frames count against ``capacity``; a subscription whose event does not fit is lagged:
 its queued events are removed and one ``lagged`` marker takes their place, whose ``last_seq``
-is read when it is written (the seq of the last event of that session actually sent). Control
-frames (responses, errors, ``lagged``) bypass the capacity up to ``hard_limit``, past which the
-client is not reading at all and the connection is dropped (``QueueOverflow``).
+is filled in when it is written (the seq of the last event of that session actually sent).
+Control frames (responses, errors, ``lagged``) bypass the capacity up to ``hard_limit``, past
+which the client is not reading at all and the connection must go (``QueueOverflow``).
+
+Pure data: no trio, no waiting. The connection core (``connection_core.py``) owns one and tells
+its I/O shell when it changed.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-import trio
+__all__ = ["Item", "OutQueue", "QueueOverflow"]
 
 
 class QueueOverflow(Exception):
@@ -36,7 +39,6 @@ class OutQueue:
         self.hard_limit = hard_limit if hard_limit is not None else 4 * capacity + 64
         self._items: deque[Item] = deque()
         self._events = 0
-        self._changed = trio.Event()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -55,7 +57,6 @@ class OutQueue:
             return False
         self._items.append(Item(frame, session_id, seq))
         self._events += 1
-        self._notify()
         return True
 
     def put_control(self, frame: bytes) -> None:
@@ -63,13 +64,11 @@ class OutQueue:
         if len(self._items) >= self.hard_limit:
             raise QueueOverflow(f"{len(self._items)} frames queued for a client that does not read")
         self._items.append(Item(frame))
-        self._notify()
 
     def put_lagged(self, session_id: str) -> None:
         """Drop the session's queued events and queue its ``lagged`` marker."""
         self.drop_session(session_id)
         self._items.append(Item(None, session_id))
-        self._notify()
 
     def drop_session(self, session_id: str, *, markers: bool = False) -> None:
         """Remove every queued event of one session (and its ``lagged`` marker if ``markers``:
@@ -78,28 +77,12 @@ class OutQueue:
                      if i.session_id != session_id or (i.frame is None and not markers))
         self._events -= sum(1 for i in self._items if i.frame is not None and i.session_id == session_id)
         self._items = kept
-        self._notify()
 
-    async def get(self) -> Item:
-        """The next frame to write; waits while the queue is empty. Cancellable."""
-        while not self._items:
-            await self._changed.wait()
+    def pop(self) -> Item | None:
+        """The next frame to write, or ``None`` when nothing is queued."""
+        if not self._items:
+            return None
         item = self._items.popleft()
         if item.frame is not None and item.session_id is not None:
             self._events -= 1
-        self._notify()
         return item
-
-    async def drained(self) -> None:
-        """Return once nothing is queued (the writer took the last frame). Cancellable."""
-        while self._items:
-            await self._changed.wait()
-
-    async def wait_room(self) -> None:
-        """Return once an event frame fits. Cancellable."""
-        while not self.has_room():
-            await self._changed.wait()
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()

@@ -59,7 +59,12 @@ async def test_permission_errors(daemon: DaemonProc, tmp_path: Path) -> None:
 
 async def test_wrong_token_and_bad_first_frames_are_refused(daemon: DaemonProc) -> None:
     for first, code in ((json.dumps({"type": "hello", "protocol": 1, "token": "wrong"}), "unauthorized"),
-                        (json.dumps({"type": "hello", "protocol": 1}), "bad_handshake"),
+                        (json.dumps({"type": "hello", "protocol": 1}), "unauthorized"),
+                        (json.dumps({"type": "hello", "protocol": 1, "token": None}), "unauthorized"),
+                        (json.dumps({"type": "hello", "protocol": 1, "token": 7}), "unauthorized"),
+                        (json.dumps({"type": "hello", "protocol": 1, "token": ["x"]}), "unauthorized"),
+                        (json.dumps({"type": "hello", "token": daemon.token, "protocol": "1"}), "bad_handshake"),
+                        (json.dumps({"type": "welcome", "protocol": 1}), "bad_handshake"),
                         (json.dumps({"type": "daemon.status", "id": 1}), "bad_handshake"),
                         (json.dumps({"type": "hello", "protocol": 99, "token": daemon.token}),
                          "unsupported_protocol")):
@@ -161,3 +166,80 @@ async def test_twenty_clients_hammering_prompts_lose_nothing(daemon: DaemonProc,
         for n in range(20):
             mine = [u for u in users if u.startswith(f"c{n}-")]
             assert mine == [f"c{n}-{k}" for k in range(5)]
+
+
+_DEEP = "[" * 1000 + "]" * 1000
+
+
+@pytest.mark.parametrize(
+    ("frame", "request_id"),
+    [
+        ('{"type": "session.get", "id": 11, "session_id": %s}' % _DEEP, 11),
+        ('{"type": "session.create", "id": 12, "harness": "fake", "cwd": "/", "options": {"a": %s}}'
+         % _DEEP, 12),
+        ('{"type": "daemon.status", "id": 13, "extra": %s}' % _DEEP, None),
+        ('{"type": %s, "id": 14}' % _DEEP, None),
+        ('{"id": %s}' % _DEEP, None),
+        (_DEEP, None),
+    ],
+    ids=["field", "options", "unknown-field", "type", "id", "bare"],
+)
+async def test_a_deeply_nested_request_is_bad_request_and_the_connection_stays(
+        daemon: DaemonProc, frame: str, request_id: int | None) -> None:
+    async with raw_client(daemon) as client:
+        await client.send_raw(frame)
+        error = await client.next_pushed()
+        assert (error["type"], error["code"]) == ("error", "bad_request"), error
+        assert error["id"] in (request_id, None)
+        assert (await client.ok("daemon.status"))["pid"] == daemon.info["pid"]
+
+
+async def test_a_deeply_nested_hello_is_refused_and_others_carry_on(daemon: DaemonProc) -> None:
+    async with raw_client(daemon) as bystander:
+        for hello in ('{"type": "hello", "protocol": 1, "token": "wrong", "extra": %s}' % _DEEP,
+                      '{"type": "hello", "protocol": 1, "token": "wrong", "client": {"name": %s}}' % _DEEP,
+                      '{"type": "hello", "protocol": 1, "token": %s}' % _DEEP):
+            async with open_websocket_url(daemon.url) as ws:
+                await ws.send_message(hello)
+                reply = json.loads(await ws.get_message())
+                assert reply["type"] == "error" and reply["id"] is None
+                assert reply["code"] in ("bad_handshake", "unauthorized")
+                with pytest.raises(ConnectionClosed):
+                    with trio.fail_after(10):
+                        await ws.get_message()
+        assert (await bystander.ok("daemon.status"))["pid"] == daemon.info["pid"]
+    async with raw_client(daemon) as fresh:
+        assert (await fresh.ok("daemon.status"))["clients"] >= 1
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [b'{"type": "daemon.status", "id": 21}', b"\xff\xfe\x00garbage", b"\x00"],
+    ids=["json", "invalid-utf8", "nul"],
+)
+async def test_a_binary_frame_is_bad_request_and_the_connection_stays(daemon: DaemonProc, frame: bytes) -> None:
+    async with raw_client(daemon) as client:
+        await client.send_raw(frame)
+        error = await client.next_pushed()
+        assert (error["type"], error["code"]) == ("error", "bad_request"), error
+        assert (await client.ok("daemon.status"))["pid"] == daemon.info["pid"]
+
+
+async def test_a_text_frame_that_is_not_utf8_fails_that_connection_with_1007(daemon: DaemonProc) -> None:
+    from trio_websocket import wrap_client_stream
+
+    from .test_fuzz_frames import masked_frame
+
+    async with raw_client(daemon) as bystander:
+        async with trio.open_nursery() as nursery:
+            stream = await trio.open_tcp_stream("127.0.0.1", daemon.port)
+            ws = await wrap_client_stream(nursery, stream, "127.0.0.1", "/v1")
+            await ws.send_message(json.dumps({"type": "hello", "protocol": 1, "token": daemon.token}))
+            assert json.loads(await ws.get_message())["type"] == "welcome"
+            await stream.send_all(masked_frame(0x1, b'{"type": "daemon.status", "id": 1, "x": "\xff"}'))
+            with pytest.raises(ConnectionClosed) as closed:
+                with trio.fail_after(10):
+                    await ws.get_message()
+            assert closed.value.reason.code == 1007  # RFC 6455 §8.1: fail the connection, say why
+            nursery.cancel_scope.cancel()
+        assert (await bystander.ok("daemon.status"))["pid"] == daemon.info["pid"]

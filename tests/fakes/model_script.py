@@ -40,7 +40,9 @@ class Turn(msgspec.Struct, tag="turn", kw_only=True, frozen=True):
 
     ``hang`` streams up to the first text (or thought) delta and then holds the response open
     until the client goes away or the server's ``release()`` is called: an interrupt target.
-    ``stop`` is the finish reason: ``"end"`` (or tool calls) or ``"max_tokens"``.
+    ``stop`` is the finish reason: ``"end"`` (or tool calls) or ``"max_tokens"``. ``error``
+    ends the stream after its deltas with the API's in-stream error event of that kind instead
+    of completing (HTTP status 200 already sent).
     """
 
     text: str = ""
@@ -55,6 +57,7 @@ class Turn(msgspec.Struct, tag="turn", kw_only=True, frozen=True):
     stop: Literal["end", "max_tokens"] = "end"
     hang: bool = False
     delay: float = 0.0
+    error: Literal["overloaded", "rate_limit", "server_error"] | None = None
 
 
 class Fail(msgspec.Struct, tag="fail", kw_only=True, frozen=True):

@@ -42,13 +42,44 @@ def render(api: Api, turn: Turn, *, model: str, n: int) -> list[Frame]:
     """The frames of ``turn`` as the ``n``-th response of ``api`` (``n`` makes ids unique)."""
     match api:
         case "openai":
-            return _responses(turn, model, n)
+            frames = _responses(turn, model, n)
         case "openai-chat":
-            return _chat(turn, model, n)
+            frames = _chat(turn, model, n)
         case "anthropic":
-            return _anthropic(turn, model, n)
+            frames = _anthropic(turn, model, n)
         case "gemini":
-            return _gemini(turn, model, n)
+            frames = _gemini(turn, model, n)
+    if turn.error is None:
+        return frames
+    last = max((i for i, f in enumerate(frames) if f.delta), default=0)
+    return [*frames[:last + 1], _stream_error(api, turn.error, n)]
+
+
+_STREAM_ERRORS = {  # neutral kind: (OpenAI code, Anthropic type, HTTP status for Gemini)
+    "overloaded": ("server_is_overloaded", "overloaded_error", 503),
+    "rate_limit": ("rate_limit_exceeded", "rate_limit_error", 429),
+    "server_error": ("server_error", "api_error", 500),
+}
+
+
+def _stream_error(api: Api, kind: str, n: int) -> Frame:
+    """The in-stream error event that ends a response which already began."""
+    code, kind_type, status = _STREAM_ERRORS[kind]
+    message = f"fake in-stream {kind}"
+    if api == "openai":
+        return _event("response.failed", {"type": "response.failed", "sequence_number": 999,
+                                          "response": {"id": f"resp_{n}", "object": "response",
+                                                       "created_at": 0, "status": "failed",
+                                                       "output": [], "model": "m",
+                                                       "error": {"code": code,
+                                                                 "message": message}}})
+    if api == "openai-chat":
+        return _data({"error": {"message": message, "type": code, "code": code}})
+    if api == "anthropic":
+        return _event("error", {"type": "error", "error": {"type": kind_type,
+                                                          "message": message}})
+    return _data({"error": {"code": status, "message": message,
+                            "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}}, sep="\r\n\r\n")
 
 
 def call_ids(turn: Turn, n: int) -> list[str]:

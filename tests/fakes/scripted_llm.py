@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Iterable
 from typing import Any
 
-from google.adk.models._capabilities import LlmCapabilities
+from google.adk.models import LlmCapabilities
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse

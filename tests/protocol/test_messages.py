@@ -60,8 +60,16 @@ def test_request_methods_are_exactly_the_protocol_table() -> None:
         "daemon.status", "daemon.shutdown", "harness.list", "session.create", "session.list",
         "session.get", "session.subscribe", "session.unsubscribe", "session.prompt",
         "session.interrupt", "session.permission", "session.set_model", "session.close",
+        "lsp.list",  # additions beyond PROTOCOL.md's core table
     }
     assert set(messages.RESULT_TYPES) == set(messages.REQUEST_TYPES)
+
+
+def test_lsp_list_golden() -> None:
+    assert codec.decode_request(b'{"type":"lsp.list","id":3}') == messages.LspList(id=3)
+    row = messages.LspServerInfo(root="/w", server="ruff", state="running", pid=7, restarts=0)
+    assert _wire(messages.LspListResult(servers=[row])) == {"servers": [
+        {"root": "/w", "server": "ruff", "state": "running", "pid": 7, "restarts": 0}]}
 
 
 def test_decode_request_ok() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from protocol import messages
 from protocol.events import EVENT_TYPES
 from protocol.schema import client_protocol_schema
@@ -18,3 +20,10 @@ def test_schema_is_one_document_with_a_discriminator() -> None:
         assert cls.__name__ in defs
     assert set(defs["MethodResults"]["properties"]) == set(messages.RESULT_TYPES)
     assert {"id", "state", "last_seq", "restarts", "pid"} <= set(defs["SessionInfo"]["required"])
+
+
+def test_daemon_status_reports_supervisors_as_an_optional_addition() -> None:
+    status = client_protocol_schema()["$defs"]["DaemonStatusResult"]
+    assert "supervisors" in status["properties"] and "supervisors" not in status["required"]
+    old = b'{"version": "0.1.0", "pid": 1, "uptime_s": 1.5, "sessions": 0, "clients": 1, "children": []}'
+    assert msgspec.json.decode(old, type=messages.DaemonStatusResult).supervisors == []

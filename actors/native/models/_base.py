@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import httpx2
-from google.adk.models._capabilities import LlmCapabilities
+from google.adk.models import LlmCapabilities
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -86,9 +86,17 @@ class SdkLlm(BaseLlm):
         Raises ``ModelError`` (see ``errors``) once our retries are spent.
         """
         config = self.provider
-        responses = retrying(lambda: self._attempt(llm_request), classify=self._classify,
+        responses = retrying(lambda: self._answer(llm_request, stream), classify=self._classify,
                              max_retries=config.max_retries, backoff=config.retry_backoff)
         async with aclosing(responses) as items:
+            async for response in items:
+                yield response
+
+    async def _answer(self, llm_request: LlmRequest,
+                      stream: bool) -> AsyncGenerator[LlmResponse, None]:
+        """One attempt as the caller sees it: without partials when it did not ask to stream
+        (so a failure mid-stream is still retried, as nothing reached the caller)."""
+        async with aclosing(self._attempt(llm_request)) as items:
             async for response in items:
                 if stream or not response.partial:
                     yield response

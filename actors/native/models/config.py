@@ -60,6 +60,9 @@ DEFAULT_KEY_ENVS: Mapping[ProviderKind, str] = {
 }
 """The key variable of each built-in provider."""
 
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+"""Where Chat Completions carries the output limit (older compatible servers want ``max_tokens``)."""
+
 _Positive = Annotated[int, Meta(ge=1)]
 _Retries = Annotated[int, Meta(ge=0, le=10)]
 _Seconds = Annotated[float, Meta(gt=0)]
@@ -69,7 +72,8 @@ class ProviderTable(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
     """One ``[providers.NAME]`` config table; every key is optional for a built-in NAME.
 
     ``kind`` is required for any other NAME (an OpenAI-compatible server: vLLM, Ollama, LM Studio
-    use ``openai-chat``; servers with the Responses API may use ``openai``).
+    use ``openai-chat``; servers with the Responses API may use ``openai``). The limits default
+    to ``ProviderConfig``'s; ``max_tokens_field`` only matters for ``openai-chat``.
     """
 
     kind: ProviderKind | None = None
@@ -78,6 +82,7 @@ class ProviderTable(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
     max_response_bytes: _Positive | None = None
     max_retries: _Retries | None = None
     timeout: _Seconds | None = None
+    max_tokens_field: MaxTokensField | None = None
 
 
 class ProviderConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -99,7 +104,7 @@ class ProviderConfig(msgspec.Struct, kw_only=True, frozen=True):
     max_retries: int = 2
     timeout: float = 300.0
     retry_backoff: float = 0.5
-    chat_max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
+    chat_max_tokens_field: MaxTokensField = "max_completion_tokens"
 
     def __repr__(self) -> str:
         key = "'***'" if self.api_key else "''"
@@ -159,6 +164,7 @@ def resolve_provider(
         max_response_bytes=table.max_response_bytes or defaults.max_response_bytes,
         max_retries=defaults.max_retries if table.max_retries is None else table.max_retries,
         timeout=table.timeout or defaults.timeout,
+        chat_max_tokens_field=table.max_tokens_field or defaults.chat_max_tokens_field,
     )
 
 

@@ -71,6 +71,8 @@ def test_named_provider_for_a_compatible_server() -> None:
     assert config == ProviderConfig(kind="openai-chat", provider="local", model="qwen3:8b",
                                     base_url="http://127.0.0.1:11434/v1", api_key="",
                                     max_retries=0, timeout=30.0, max_response_bytes=4096)
+    older = {"old": ProviderTable(kind="openai-chat", max_tokens_field="max_tokens")}
+    assert resolve_provider("old/m", providers=older).chat_max_tokens_field == "max_tokens"
     keyed = {"local": ProviderTable(kind="openai-chat", api_key_env="LOCAL_KEY")}
     assert resolve_provider("local/m", providers=keyed,
                             daemon_env={"LOCAL_KEY": "lk"}).api_key == "lk"

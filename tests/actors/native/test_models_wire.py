@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 import pytest
@@ -15,7 +16,7 @@ from actors.native.models._wire import _Meter, outgoing_headers
 from tests.actors.native.modelkit import (
     CREDENTIAL_HEADERS, KINDS, config_for, one_call, request, run, texts, user,
 )
-from tests.fakes.model_script import say
+from tests.fakes.model_script import Turn, fail, say
 from tests.fakes.model_thread import ServerThread
 
 
@@ -112,3 +113,35 @@ def test_unreachable_endpoint_is_a_connection_error(kind: ProviderKind,
         run(lambda: one_call(config, request(user("hi"))))
     assert caught.value.code == "native.overloaded.connection"
     assert caught.value.retryable
+
+
+@pytest.mark.parametrize("kind", ["openai", "openai-chat"])
+def test_insufficient_quota_is_not_retried(kind: ProviderKind, srv: ServerThread) -> None:
+    srv.server.add(fail(429, code="insufficient_quota", message="You exceeded your quota"))
+    with pytest.raises(ModelError) as caught:
+        run(lambda: one_call(config_for(kind, srv), request(user("hi"))))
+    assert caught.value.code == "native.entitlement.quota"
+    assert len(srv.server.model_requests()) == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("error", "code"), [
+    ("overloaded", "native.overloaded.server"), ("rate_limit", "native.limit.rate_limited"),
+    ("server_error", "native.overloaded.server_error")])
+def test_in_stream_errors_after_output_are_classified_not_retried(
+        kind: ProviderKind, error: Any, code: str, srv: ServerThread) -> None:
+    srv.server.add(Turn(text="partial", error=error), say("never"))
+    with pytest.raises(ModelError) as caught:
+        run(lambda: one_call(config_for(kind, srv), request(user("hi"))))
+    assert caught.value.code == code
+    assert len(srv.server.model_requests()) == 1
+
+
+@pytest.mark.parametrize("kind", ["openai", "openai-chat", "anthropic"])
+def test_in_stream_error_is_retried_when_the_caller_did_not_stream(
+        kind: ProviderKind, srv: ServerThread) -> None:
+    srv.server.add(Turn(text="lost", error="overloaded"), say("second try"))
+    responses = run(lambda: one_call(config_for(kind, srv), request(user("hi")), stream=False))
+    assert [p.text for r in responses if r.content for p in r.content.parts or []] == [
+        "second try"]
+    assert len(srv.server.model_requests()) == 2

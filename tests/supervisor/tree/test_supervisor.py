@@ -574,3 +574,19 @@ def test_spec_defaults_and_validation() -> None:
             ChildSpec(start=noop, **bad)
     with pytest.raises(ValueError):
         SupervisorSpec(intensity=-1)
+
+
+async def test_crashing_temporary_children_never_count_against_the_intensity(
+        autojump_clock: trio.testing.MockClock) -> None:
+    # The connection supervisor's shape: simple_one_for_one, intensity 0, temporary children.
+    log = Log()
+    spec = SupervisorSpec(strategy=Strategy.SIMPLE_ONE_FOR_ONE, intensity=0, period=1.0)
+    async with running(spec) as sup:
+        for n in range(5):
+            await sup.start_child(child(log, f"c{n}", ("crash", 0.1), restart=RestartType.TEMPORARY))
+        await log.wait_for("crash", "c4")
+        await trio.testing.wait_all_tasks_blocked()
+        stats = sup.statistics()
+        assert (stats.restarts, stats.restarts_in_period, stats.children, stats.ended) == (0, 0, (), False)
+        assert await sup.start_child(child(log, "after", restart=RestartType.TEMPORARY)) == "after#1"
+        assert states(sup) == {"after": ChildState.RUNNING}

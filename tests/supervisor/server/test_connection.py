@@ -1,0 +1,199 @@
+"""The connection's trio shell over memory streams, under the autojump clock.
+
+A scripted backend and in-memory feeds stand in for the application; the client is a plain
+trio-websocket connection on the other end of the stream, so the test sees the wire.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream, wrap_server_stream
+
+from protocol.errors import UnknownSession
+from protocol.messages import ClientRequest, Empty, SessionClose
+from protocol.models import DaemonInfo
+from supervisor.server.connection import FLUSH_TIMEOUT, Connection
+
+TOKEN = "t0ken"
+
+
+class MemoryFeed:
+    """A session's feed held in a list; ``append`` wakes the pumps as the session's log does."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self._grew = trio.Event()
+
+    @property
+    def last_seq(self) -> int:
+        return len(self.frames)
+
+    def read_from(self, from_seq: int) -> Iterator[bytes]:
+        return iter(self.frames[max(from_seq, 1) - 1:])
+
+    def append(self, text: str) -> None:
+        self.frames.append(json.dumps({"type": "event", "session_id": "s", "seq": self.last_seq + 1,
+                                       "ts": "t", "event": {"type": "assistant", "text": text,
+                                                            "delta": False}}).encode())
+        self._grew.set()
+        self._grew = trio.Event()
+
+    async def wait_past(self, seq: int) -> None:
+        while self.last_seq <= seq:
+            await self._grew.wait()
+
+
+class Backend:
+    """One session ``s``; closing it appends its last events before the answer."""
+
+    def __init__(self) -> None:
+        self.feed_s = MemoryFeed()
+
+    async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
+        if isinstance(request, SessionClose):
+            await trio.sleep(0.5)
+            for text in ("exit", "closed"):
+                self.feed_s.append(text)
+        return Empty()
+
+    def feed(self, session_id: str) -> MemoryFeed:
+        if session_id != "s":
+            raise UnknownSession(f"unknown session {session_id}")
+        return self.feed_s
+
+
+class Wire:
+    """The client's end: requests by hand, every frame read in order."""
+
+    def __init__(self, ws: WebSocketConnection) -> None:
+        self.ws = ws
+
+    async def send(self, **frame: Any) -> None:
+        await self.ws.send_message(json.dumps(frame))
+
+    async def receive(self) -> dict[str, Any]:
+        return dict(json.loads(await self.ws.get_message()))
+
+    async def until_closed(self) -> list[dict[str, Any]]:
+        frames = []
+        try:
+            while True:
+                frames.append(await self.receive())
+        except ConnectionClosed:
+            return frames
+
+
+async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int = 64,
+                  lockstep: bool = False) -> tuple[Wire, trio.CancelScope, trio.Event]:
+    """A connection actor served in ``nursery`` and a greeted client; cancel the scope to stop it."""
+    pair = trio.testing.lockstep_stream_pair if lockstep else trio.testing.memory_stream_pair
+    client_stream, server_stream = pair()
+    scope, done = trio.CancelScope(), trio.Event()
+
+    async def serve() -> None:
+        request = await wrap_server_stream(nursery, server_stream)  # type: ignore[arg-type]
+        ws = await request.accept()
+        connection = Connection(ws, backend, token=TOKEN, info=DaemonInfo(version="0", pid=1),
+                                queue_size=16, handshake_timeout=10)
+        try:
+            with scope:
+                await connection.run()
+        finally:
+            if connection.aborted:
+                await trio.aclose_forcefully(server_stream)
+            done.set()
+
+    nursery.start_soon(serve)
+    ws = await wrap_client_stream(nursery, client_stream, "localhost", "/v1",  # type: ignore[arg-type]
+                                  message_queue_size=client_queue)
+    wire = Wire(ws)
+    await wire.send(type="hello", protocol=1, token=TOKEN)
+    assert (await wire.receive())["type"] == "welcome"
+    return wire, scope, done
+
+
+async def test_a_stopped_connection_sends_the_sessions_last_events_before_it_closes(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    backend = Backend()
+    wire, scope, done = await connect(nursery, backend)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["result"] == {"last_seq": 0}
+    backend.feed_s.append("running")
+    assert (await wire.receive())["seq"] == 1
+    await trio.testing.wait_all_tasks_blocked()
+    # The session's close sequence writes its last events; the daemon stops the connection in
+    # the same instant, while the pump and the writer are only just woken.
+    for text in ("permission_decided", "exit", "closed"):
+        backend.feed_s.append(text)
+    scope.cancel()
+    frames = await wire.until_closed()
+    assert [(f["seq"], f["event"]["text"]) for f in frames] == [
+        (2, "permission_decided"), (3, "exit"), (4, "closed")]
+    assert wire.ws.closed is not None and wire.ws.closed.code == 1000
+    await done.wait()
+
+
+async def test_a_slow_client_still_gets_every_event_in_order_when_the_connection_stops(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    backend = Backend()
+    # Lockstep: the writer blocks in the middle of a frame until the client reads.
+    wire, scope, done = await connect(nursery, backend, client_queue=1, lockstep=True)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["result"] == {"last_seq": 0}
+    for n in range(5):
+        backend.feed_s.append(f"e{n}")
+    await trio.testing.wait_all_tasks_blocked()
+    for text in ("permission_decided", "exit", "closed"):
+        backend.feed_s.append(text)
+    scope.cancel()
+    frames = await wire.until_closed()
+    assert [f["seq"] for f in frames] == list(range(1, 9))
+    assert [f["event"]["text"] for f in frames[-3:]] == ["permission_decided", "exit", "closed"]
+    await done.wait()
+
+
+async def test_a_client_that_does_not_read_is_closed_within_the_flush_bound(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    backend = Backend()
+    wire, scope, done = await connect(nursery, backend, client_queue=1, lockstep=True)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    for n in range(10):
+        backend.feed_s.append(f"e{n}")
+    await trio.testing.wait_all_tasks_blocked()  # the writer is stuck on a client that reads nothing
+    stopped = trio.current_time()
+    scope.cancel()
+    await done.wait()
+    assert trio.current_time() - stopped == FLUSH_TIMEOUT
+
+
+async def test_the_answer_to_a_request_follows_the_events_it_caused(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    backend = Backend()
+    wire, scope, _ = await connect(nursery, backend)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    await wire.send(type="session.close", id=2, session_id="s")
+    frames = [await wire.receive() for _ in range(3)]
+    assert [f.get("seq", f["type"]) for f in frames] == [1, 2, "ok"]
+    scope.cancel()
+
+
+@pytest.mark.parametrize("frame", ['{"type": "session.get", "id": 3, "session_id": %s}'
+                                   % ("[" * 2000 + "]" * 2000), b"\x00\xff"])
+async def test_bad_frames_are_answered_and_the_connection_serves_on(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery, frame: str | bytes) -> None:
+    wire, scope, _ = await connect(nursery, Backend())
+    await wire.ws.send_message(frame)
+    error = await wire.receive()
+    assert (error["type"], error["code"]) == ("error", "bad_request")
+    await wire.send(type="session.subscribe", id=4, session_id="nope")
+    assert (await wire.receive())["code"] == "unknown_session"
+    scope.cancel()
