@@ -34,7 +34,7 @@ from google.adk.runners import Runner
 
 from actors.native.accounting import TurnAccount
 from actors.native.gate import Gate
-from actors.native.models import ProviderConfig, build_model, close_model
+from actors.native.models import ModelError, ProviderConfig, build_model, close_model
 from actors.native.tools import TOOLS, Limits, Workspace
 from protocol.events import Error, Event, Init
 from protocol.native import (
@@ -155,7 +155,7 @@ class Worker:
             store = JsonlSessionService(start.store_dir)
             session_id = await self._open_session(store, start)
             llm = self._model_factory(start.provider)
-        except (msgspec.ValidationError, OSError, StoreCorrupt, ValueError) as exc:
+        except (msgspec.ValidationError, OSError, StoreCorrupt, ValueError, ModelError) as exc:
             self._emit(Error(code="native.launch.start_failed", error_class="launch",
                              message=f"the native worker could not start: {exc}"))
             raise StartFailed(str(exc)) from exc
@@ -195,14 +195,14 @@ class Worker:
     # --- turns ------------------------------------------------------------------------
 
     def _next_turn(self) -> None:
-        if self._turn is not None or not self._queued:
+        start, runner, store, gate = self._start, self._runner, self._store, self._gate
+        if self._turn is not None or not self._queued or start is None or runner is None \
+                or store is None or gate is None:
             return
-        assert self._runner is not None and self._store is not None and self._gate is not None
-        assert self._start is not None
         kinds = {spec.name: spec.kind for spec in TOOLS}
-        turn = Turn(self._queued.popleft(), runner=self._runner, session_id=self._session_id,
-                    store=self._store, mapper=EventMapper(kinds), gate=self._gate,
-                    account=TurnAccount(self._start.prices), emit=self._emit)
+        turn = Turn(self._queued.popleft(), runner=runner, session_id=self._session_id,
+                    store=store, mapper=EventMapper(kinds), gate=gate,
+                    account=TurnAccount(start.prices), emit=self._emit)
         self._turn = turn
         self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
 
@@ -227,7 +227,14 @@ class Worker:
         return None
 
     def _set_model(self, settings: ProviderSettings) -> None:
-        assert self._slot is not None
-        llm = self._model_factory(settings)
+        """Point the slot at the new model; on failure keep the old one and say why."""
+        if self._slot is None:
+            return
+        try:
+            llm = self._model_factory(settings)
+        except (ModelError, ValueError) as exc:
+            self._emit(Error(code="native.launch.set_model_failed", error_class="launch",
+                             message=f"cannot use {settings.spec}: {exc}"))
+            return
         self._models.append(llm)
         self._slot.llm, self._slot.spec = llm, settings.spec

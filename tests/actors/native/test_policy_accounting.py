@@ -1,0 +1,47 @@
+"""The pure pieces of the native worker: which tools ask, and a turn's usage and cost."""
+
+from __future__ import annotations
+
+from actors.native.accounting import TurnAccount, call_cost, price_for
+from actors.native.gate import Gate
+from protocol.events import Usage
+from protocol.models import Permissions
+from protocol.native import Price
+
+
+def test_the_gate_asks_by_mode_and_allow_patterns_and_remembers_allow_always() -> None:
+    ask = Gate(Permissions(mode="ask", allow_tools=["wr*"]))
+    assert [t for t in ("read", "write", "edit", "bash", "grep", "find", "ls") if ask.asks(t)] == [
+        "edit", "bash"]
+    ask.allow_always("bash")
+    assert not ask.asks("bash") and ask.asks("edit")
+    assert [t for t in ("write", "edit", "bash") if Gate(Permissions(mode="auto_edit")).asks(t)] == [
+        "bash"]
+    assert not any(Gate(Permissions(mode="auto")).asks(t) for t in ("write", "edit", "bash"))
+    assert Gate(Permissions(mode="inherit")).asks("write")
+
+
+def test_prices_match_exactly_then_by_the_longest_dated_prefix() -> None:
+    prices = {"gpt-4.1": Price(input=2, output=8), "gpt-4.1-mini": Price(input=0.4, output=1.6)}
+    assert price_for("gpt-4.1-mini", prices) == prices["gpt-4.1-mini"]
+    assert price_for("gpt-4.1-mini-2025-04-14", prices) == prices["gpt-4.1-mini"]
+    assert price_for("gpt-4.1-2025-04-14", prices) == prices["gpt-4.1"]
+    assert price_for("gpt-4.10", prices) is None and price_for("other", prices) is None
+
+
+def test_cached_tokens_use_their_own_rates_or_the_input_rate() -> None:
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cache_read_tokens=1_000_000,
+                  cache_write_tokens=1_000_000)
+    assert call_cost(usage, Price(input=1, output=2, cache_read=0.1, cache_write=1.25)) == 4.35
+    assert call_cost(usage, Price(input=1, output=2)) == 5.0
+
+
+def test_a_turn_sums_its_calls_and_an_unpriced_call_makes_the_cost_unknown() -> None:
+    account = TurnAccount({"m": Price(input=1, output=1)})
+    assert account.cost_usd is None  # no call yet
+    account.add("m", Usage(input_tokens=500_000))
+    account.add("m", Usage(input_tokens=250_000, output_tokens=250_000, cache_read_tokens=4))
+    assert account.usage == Usage(input_tokens=750_000, output_tokens=250_000, cache_read_tokens=4)
+    assert account.cost_usd == 1.000004
+    account.add("unknown", Usage(input_tokens=1))
+    assert account.cost_usd is None and account.calls == 3
