@@ -10,7 +10,9 @@ turn as a task, and everything else (steer, interrupt, decisions, set_model) rea
   ``StartFailed`` (the worker exits: the daemon's restart policy takes over).
 * ``prompt``: starts a turn; during a turn (a prompt that crossed the end of the previous one)
   it waits for that turn to end. ``steer``: into the running turn; with none running (a steer
-  that lost the race with the turn's end) it starts one, as a prompt would.
+  that lost the race with the turn's end) it starts one, as a prompt would. Steering prompts
+  the ending turn never gave the model (it was interrupted or failed first) become the next
+  turn, so no prompt the daemon reported delivered is dropped.
 * ``set_model``: the next model call uses the new model (old ones are closed at shutdown).
 * ``shutdown``: interrupts the turn, waits for its ``result``, closes models and the store.
 """
@@ -212,6 +214,9 @@ class Worker:
         finally:
             self._turn = None
             self._task = None
+        left = turn.leftover()
+        if left:  # steered after the turn's end was decided (an interrupt, an error): not lost
+            self._queued.appendleft("\n\n".join(left))
         self._next_turn()
 
     async def _before_model(self, context: CallbackContext,

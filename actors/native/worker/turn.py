@@ -88,6 +88,11 @@ class Turn:
         self._steers = []
         return content
 
+    def leftover(self) -> list[str]:
+        """Steering prompts that never reached the model (the turn ended first); emptied."""
+        left, self._steers = self._steers, []
+        return left
+
     def interrupt(self) -> None:
         """Abort the in-flight model call or tool, or stop waiting for decisions."""
         self._abort.set()

@@ -199,3 +199,37 @@ def test_a_prompt_that_crosses_the_end_of_a_turn_runs_as_the_next_turn(tmp_path:
         assert not any(isinstance(e, Tool) for e in first + second)
 
     run(body)
+
+
+def test_thinking_asks_the_model_for_its_thoughts_and_instructions_reach_the_system_prompt(
+        tmp_path: Path) -> None:
+    import msgspec
+
+    async def body() -> None:
+        rig = WorkerRig(tmp_path, [say("ok")])
+        rig._start = msgspec.structs.replace(rig._start, thinking=True,
+                                             instructions="Answer in {braces} verbatim.")
+        async with rig:
+            await rig.turn("go")
+        config = rig.llm.requests[0].config
+        assert config.thinking_config is not None and config.thinking_config.include_thoughts
+        system = str(config.system_instruction)
+        assert "Answer in {braces} verbatim." in system and str(rig.cwd) in system
+
+    run(body)
+
+
+def test_a_steer_that_reaches_an_interrupted_turn_becomes_the_next_turn(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [hang("slow"), say("handled")]) as rig:
+            await rig.prompt("first")
+            await rig.until(is_(Assistant))
+            await rig.interrupt()
+            await rig.steer("do this instead")  # before the interrupted result went out
+            first = await rig.until(is_(Result))
+            second = await rig.until(is_(Result))
+        assert result(first).stop_reason == "interrupted"
+        assert result(second).stop_reason == "end_turn"
+        assert texts(rig.llm.requests[1])[-1] == "do this instead"
+
+    run(body)
