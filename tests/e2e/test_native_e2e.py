@@ -9,7 +9,8 @@ a file through ``write``; a permission denied, then one allowed, by a second cli
 interrupt during a slow stream (whose HTTP connection the worker closes); a steer that reaches
 the next model request; three turns on one worker; SIGKILL of the worker, after which the
 session restarts it and the next model request carries the earlier turns; a close mid-turn
-that leaves no process (nor does the daemon when it stops after any test).
+that leaves no process (nor does the daemon when it stops after any test). For ``openai`` only:
+``options.resume`` continues a native session in a new corral session.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ KINDS = ["openai", "openai-chat", "anthropic", "gemini"]
 KEY_ENVS = {"openai": "OPENAI_API_KEY", "openai-chat": "OPENAI_API_KEY",
             "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
 
-pytestmark = pytest.mark.parametrize("kind", KINDS)
+every_provider = pytest.mark.parametrize("kind", KINDS)
 
 
 def create_params(tmp: Path, kind: str, port: int, **extra: Any) -> dict[str, Any]:
@@ -70,6 +71,7 @@ def said(events: list[dict[str, Any]]) -> str:
     return "".join(e["text"] for e in of(events, "assistant"))
 
 
+@every_provider
 async def test_a_turn_writes_a_file_through_write(tmp_path: Path, kind: str) -> None:
     server = FakeModels([call("write", path="hello.txt", content="hello\n"),
                          say("Wrote it.", input_tokens=30, output_tokens=7)])
@@ -98,6 +100,7 @@ async def test_a_turn_writes_a_file_through_write(tmp_path: Path, kind: str) -> 
             assert written == []
 
 
+@every_provider
 async def test_a_permission_denied_then_one_allowed_by_a_second_client(tmp_path: Path,
                                                                        kind: str) -> None:
     server = FakeModels([call("bash", command="echo one > one.txt"), say("Refused, fine."),
@@ -127,6 +130,7 @@ async def test_a_permission_denied_then_one_allowed_by_a_second_client(tmp_path:
     assert mentions(server.model_requests()[1], "The user refused")
 
 
+@every_provider
 async def test_an_interrupt_during_a_slow_stream_closes_it(tmp_path: Path, kind: str) -> None:
     server = FakeModels([hang("Thinking slowly"), say("After the interrupt.")])
     with trio.fail_after(TIMEOUT):
@@ -144,6 +148,7 @@ async def test_an_interrupt_during_a_slow_stream_closes_it(tmp_path: Path, kind:
             assert said(events) == "After the interrupt."
 
 
+@every_provider
 async def test_a_steer_reaches_the_next_model_request(tmp_path: Path, kind: str) -> None:
     server = FakeModels([Turn(text="Listing", calls=[Call(name="ls")], hang=True),
                          say("With pears.")])
@@ -163,6 +168,7 @@ async def test_a_steer_reaches_the_next_model_request(tmp_path: Path, kind: str)
     assert not mentions(first, "mention pears") and mentions(second, "mention pears")
 
 
+@every_provider
 async def test_three_turns_on_one_worker(tmp_path: Path, kind: str) -> None:
     server = FakeModels([say("One."), say("Two."), say("Three.")])
     with trio.fail_after(TIMEOUT):
@@ -180,6 +186,7 @@ async def test_three_turns_on_one_worker(tmp_path: Path, kind: str) -> None:
     assert all(mentions(requests[2], text) for text in ("one", "One.", "two", "Two.", "three"))
 
 
+@every_provider
 async def test_sigkill_of_the_worker_restarts_it_and_the_conversation_goes_on(
         tmp_path: Path, kind: str) -> None:
     server = FakeModels([say("Noted: apricot."), say("Apricot.")])
@@ -208,6 +215,7 @@ async def test_sigkill_of_the_worker_restarts_it_and_the_conversation_goes_on(
     assert mentions(resumed, "remember apricot") and mentions(resumed, "Noted: apricot.")
 
 
+@every_provider
 async def test_close_mid_turn_leaves_no_process(tmp_path: Path, kind: str) -> None:
     # A job left running in the background (its output redirected, so the call returns), then
     # a model request held open: close mid-turn.
@@ -224,3 +232,28 @@ async def test_close_mid_turn_leaves_no_process(tmp_path: Path, kind: str) -> No
             assert pid in marked(state)
             assert "actors.native" in cmdline(pid)
             await close_and_check_gone(rig, state, before)
+
+
+async def test_options_resume_continues_a_native_session_in_a_new_corral_session(
+        tmp_path: Path) -> None:
+    server = FakeModels([say("Noted: apricot."), say("Apricot.")])
+    with trio.fail_after(TIMEOUT):
+        async with native_session(tmp_path, "openai", server) as rig:
+            native_id = (await rig.info())["vendor_session_id"]
+            await rig.turn("remember apricot")
+            await rig.client.ok("session.close", session_id=rig.sid)
+            params = create_params(tmp_path, "openai", server.port,
+                                   options={"base_url": f"http://127.0.0.1:{server.port}/v1",
+                                            "resume": native_id})
+            created = await rig.client.ok("session.create", **params)
+            sid = created["session"]["id"]
+            await rig.client.ok("session.subscribe", session_id=sid)
+            again = Rig(rig.daemon, rig.client, sid, rig.work, TIMEOUT)
+            (init,) = of(await again.until(is_kind("init")), "init")
+            assert init["vendor_session_id"] == native_id
+            events = await again.turn("which word?")
+            assert said(events) == "Apricot."
+            stored = tmp_path / "state" / "sessions" / sid / "native" / f"{native_id}.jsonl"
+            assert stored.exists()
+    resumed = server.model_requests()[1]
+    assert mentions(resumed, "remember apricot") and mentions(resumed, "Noted: apricot.")
