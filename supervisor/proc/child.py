@@ -2,10 +2,12 @@
 
 Use ``async with open_child(spec, ledger=ledger) as child`` (or ``await nursery.start(run_child,
 spec)``). On entry the child is forked in a new session (``supervisor.proc.spawn``) with the
-environment marker, and its ledger row is on disk before the handle is returned. Inside, three
-background tasks run: stdout through a framer into a bounded channel (``child.frames()``),
-stderr lines into a ring (``child.stderr_tail()``) and the ``corral.child`` log, and an exit
-watcher on a pidfd. On exit the close sequence runs, shielded, whatever ended the block.
+environment marker, and its ledger row is on disk before the handle is returned. Three
+background tasks run from the fork on: stdout through a framer into a bounded channel
+(``child.frames()``), stderr lines into a ring (``child.stderr_tail()``) and the ``corral.child``
+log, and an exit watcher on a pidfd. On exit the close sequence runs, shielded, whatever ended
+the block; if the ledger row could not be written (or the entry was cancelled), the child is
+never handed over and the close sequence runs as a brutal kill.
 
 Theory of operation: the close sequence. It starts once, from whichever comes first: ``close()``
 (or leaving the block), the leader exiting on its own, a framing error, and everyone else waits
@@ -17,8 +19,9 @@ for it. With ``shutdown`` seconds granted:
    up to ``shutdown`` in all;
 3. SIGKILL to the group and to every family member (``supervisor.proc.killing.Family``: descendants
    found by a psutil walk taken *before* the kill, group members, marked strays); wait for the
-   leader (the kernel cannot refuse SIGKILL), then reap it; reap orphaned family zombies;
-4. drop the ledger row.
+   leader (the kernel cannot refuse SIGKILL) and the family; then survey again and repeat while
+   a survey finds someone new (a descendant forked, or orphaned, while the family died);
+4. reap the leader and drop the ledger row.
 
 The leader is reaped only at the end, so its pid, which is the group id, cannot be reused while
 we still signal the group. ``wait()`` returns after step 4, so a supervisor that restarts a child
@@ -99,14 +102,19 @@ async def open_child(
     any route, cancellation included, runs the close sequence shielded; it takes at most
     ``spec.shutdown`` seconds plus the time the kernel takes to deliver a SIGKILL.
     """
-    child = await _start(spec, ledger, framer or framer_factory(spec), goodbye)
+    child = await _spawn_child(spec, ledger, framer or framer_factory(spec), goodbye)
     try:
         async with trio.open_nursery() as nursery:
             child._run_in(nursery)
+            handed_over = False
             try:
+                await child._record()
+                handed_over = True
                 yield child
             finally:
                 with trio.CancelScope(shield=True):
+                    if not handed_over:
+                        child._begin_close(None, polite=False, shutdown=0.0)
                     await child.close()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
@@ -162,7 +170,6 @@ class ProcessChild:
         self._exited = trio.Event()
         self._done = trio.Event()
         self._closing = False
-        self._reaped = False
         self._send_lock = trio.Lock()
         self._stderr: collections.deque[str] = collections.deque(maxlen=spec.stderr_lines)
         self._frames_in, self._frames_out = trio.open_memory_channel[bytes](spec.frame_queue)
@@ -227,12 +234,6 @@ class ProcessChild:
         await self._done.wait()
         return self._final_status()
 
-    def kill_group(self) -> None:
-        """SIGKILL the child's process group now; the close sequence then finishes the rest."""
-        # Once the leader is reaped its pid, which is the group id, may name a stranger.
-        if not self._reaped:
-            signal_group(self.pgid, signal.SIGKILL)
-
     def _run_in(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
         nursery.start_soon(self._watch_exit)
@@ -244,11 +245,14 @@ class ProcessChild:
             self.spec.stderr_line_limit,
         )
 
-    def _begin_close(self, goodbye: Goodbye | None, *, polite: bool) -> None:
+    def _begin_close(
+        self, goodbye: Goodbye | None, *, polite: bool, shutdown: float | None = None
+    ) -> None:
         if self._closing or self._nursery is None:
             return
         self._closing = True
-        self._nursery.start_soon(self._close_sequence, goodbye, polite)
+        grace = self.spec.shutdown if shutdown is None else shutdown
+        self._nursery.start_soon(self._close_sequence, goodbye, polite, grace)
 
     async def _watch_exit(self) -> None:
         with trio.CancelScope(shield=True):
@@ -256,7 +260,10 @@ class ProcessChild:
                 await trio.lowlevel.wait_readable(self._pidfd)
             else:
                 await trio.to_thread.run_sync(block_until_exited, self.pid)
-        self.status = status_of(self.pid, killed=was_signalled(self.pgid))
+        try:
+            self.status = status_of(self.pid, killed=was_signalled(self.pgid))
+        except ChildProcessError:  # someone else reaped it: the status is lost, not the close
+            logger.warning("child %s (pid %d) was reaped by someone else", self.key, self.pid)
         self._exited.set()
         self._begin_close(None, polite=False)
 
@@ -276,18 +283,17 @@ class ProcessChild:
         self._stderr.append(line)
         logger.info("[%s %d] %s", self.key, self.pid, line)
 
-    async def _close_sequence(self, goodbye: Goodbye | None, polite: bool) -> None:
+    async def _close_sequence(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
         with trio.CancelScope(shield=True):
             try:
-                await self._terminate(goodbye, polite)
+                await self._terminate(goodbye, polite, shutdown)
             finally:
                 await self._finish()
 
-    async def _terminate(self, goodbye: Goodbye | None, polite: bool) -> None:
-        start, shutdown = trio.current_time(), self.spec.shutdown
+    async def _terminate(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
+        start = trio.current_time()
         family = Family(self.pid, self.pgid, self.ledger_key)
-        if shutdown > 0:
-            await self._survey(family)
+        await self._survey(family)
         if polite and shutdown > 0 and not self._exited.is_set():
             with trio.move_on_at(start + shutdown / 2):
                 await self._say_goodbye(goodbye)
@@ -298,11 +304,26 @@ class ProcessChild:
             with trio.move_on_at(start + shutdown):
                 await self._exited.wait()
             await wait_gone(family.members, start + shutdown)
-        await self._survey(family)
-        signal_group(self.pgid, signal.SIGKILL)
-        signal_all(family.members, signal.SIGKILL)
-        await self._exited.wait()
-        await wait_gone(family.members, trio.current_time() + _KILL_REAP_WAIT)
+            await self._survey(family)
+        await self._kill(family)
+
+    async def _kill(self, family: Family) -> None:
+        """SIGKILL the group and the family until a survey after their death finds no one new.
+
+        Once the leader is dead nobody new can join its family but through a fork already under
+        way (or an orphan re-parented to us as its parent died), so this ends within a few rounds;
+        it is bounded by ``_KILL_REAP_WAIT`` whatever happens.
+        """
+        deadline = trio.current_time() + _KILL_REAP_WAIT
+        while True:
+            known = len(family.members)
+            signal_group(self.pgid, signal.SIGKILL)  # the zombie leader still pins the group id
+            signal_all(family.members, signal.SIGKILL)
+            await self._exited.wait()
+            await wait_gone(family.members, deadline)
+            await self._survey(family)
+            if len(family.members) == known or trio.current_time() >= deadline:
+                return
 
     async def _survey(self, family: Family) -> None:
         # A survey reads /proc for every process: keep that off the event loop.
@@ -324,7 +345,6 @@ class ProcessChild:
             await self._exited.wait()
         if not reaper._reap_owned(self.pid):
             logger.warning("child %s (pid %d) was reaped by someone else", self.key, self.pid)
-        self._reaped = True
         forget_signalled([self.pgid])
         self._launched.popen.returncode = returncode(self._final_status())
         if self._pidfd is not None:
@@ -338,6 +358,11 @@ class ProcessChild:
             except Exception:
                 logger.exception("cannot drop the ledger row of child %s", self.key)
         self._done.set()
+
+    async def _record(self) -> None:
+        """Write the ledger row (none without a ledger). Cancellable: the row is then dropped."""
+        if self._ledger is not None:
+            await self._ledger.add(self._ledger_row())
 
     def _close_pipes(self) -> None:
         for stream in (self._launched.stdin, self._launched.stdout, self._launched.stderr):
@@ -359,30 +384,21 @@ class ProcessChild:
         )
 
 
-async def _start(
+async def _spawn_child(
     spec: ProcessSpec, ledger: Ledger | None, framer: FramerFactory, goodbye: Goodbye | None
 ) -> ProcessChild:
-    """Fork ``spec`` and write its ledger row; on any failure after the fork, kill and reap it."""
+    """Fork ``spec``; nothing after the fork can fail before the caller owns the handle."""
     validate(spec)
+    frames = framer()  # before the fork: a bad framer must not leave a child without an owner
     ledger_key = f"{spec.key}#{os.getpid()}.{next(_SEQUENCE)}"
     marker = marker_env(ledger.state_dir if ledger is not None else None, ledger_key)
     death = signal.Signals[spec.death_signal] if spec.death_signal else None
     launched = await launch(
         spec.argv, cwd=spec.cwd, env=child_env(spec.env, marker), death_signal=death
     )
-    child = ProcessChild(spec, launched, ledger_key, framer())
+    child = ProcessChild(spec, launched, ledger_key, frames)
     child._goodbye = goodbye
     child._ledger = ledger
-    try:
-        if ledger is not None:
-            await ledger.add(child._ledger_row())
-    except BaseException:
-        with trio.CancelScope(shield=True):
-            child.kill_group()
-            await child._watch_exit()
-            await child._finish()
-        child._close_pipes()
-        raise
     return child
 
 
