@@ -24,7 +24,7 @@ import trio
 
 from supervisor.proc import prctl
 from supervisor.proc import reaper
-from supervisor.proc.identity import read_marker
+from supervisor.proc.identity import StartToken, read_marker, same_process, token_of
 
 
 _SIGNALLED: set[int] = set()
@@ -52,6 +52,29 @@ def was_signalled(pgid: int) -> bool:
 def forget_signalled(pgids: Iterable[int]) -> None:
     """Forget groups that are gone (their leader was reaped), so their ids can be reused."""
     _SIGNALLED.difference_update(pgids)
+
+
+def kill_now(leader: int, token: StartToken, child_key: str) -> bool:
+    """SIGKILL ``leader`` and its family at once if it is the process ``token`` names; whether it was.
+
+    The family (``Family``: descendants, members of the group ``leader`` leads, marked strays) is
+    surveyed before the kill, and each member is signalled through psutil, which checks its
+    identity. The group is signalled by id only while ``leader`` is our unreaped child
+    (``reaper.pinned``): the id can name no one else then. Blocking: reads ``/proc``.
+    """
+    try:
+        proc = psutil.Process(leader)
+        if not same_process(token, token_of(proc)):
+            return False
+    except psutil.Error:
+        return False
+    family = Family(leader, leader, child_key)
+    family.survey(leader_alive=True)
+    with reaper.pinned(leader) as ours:
+        if ours:
+            signal_group(leader, signal.SIGKILL)
+    signal_all([proc, *family.members], signal.SIGKILL)
+    return True
 
 
 def process_table() -> dict[int, tuple[int, int]]:
