@@ -15,8 +15,8 @@ for it. With ``shutdown`` seconds granted:
 
 1. goodbye (only if asked to close politely): the caller's async ``goodbye(child)`` if any, then
    close stdin; wait for the leader to exit, up to half of ``shutdown``;
-2. SIGTERM to the process group; wait until the leader and every known family member are gone,
-   up to ``shutdown`` in all;
+2. SIGTERM to the process group and to every family member known so far (see step 3); wait
+   until the leader and all of them are gone, up to ``shutdown`` in all;
 3. SIGKILL to the group and to every family member (``supervisor.proc.killing.Family``: descendants
    found by a psutil walk taken *before* the kill, group members, marked strays); wait for the
    leader (the kernel cannot refuse SIGKILL) and the family; then survey again and repeat while
@@ -301,6 +301,7 @@ class ProcessChild:
             await self._survey(family)
         if shutdown > 0:
             signal_group(self.pgid, signal.SIGTERM)
+            signal_all(family.members, signal.SIGTERM)  # those that left the group, too
             with trio.move_on_at(start + shutdown):
                 await self._exited.wait()
             await wait_gone(family.members, start + shutdown)

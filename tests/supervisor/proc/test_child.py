@@ -163,6 +163,19 @@ async def test_grandchildren_in_the_group_in_a_new_session_and_orphaned_are_kill
     assert await wait_no_descendants(timeout=5) == []
 
 
+async def test_a_grandchild_that_left_the_group_gets_sigterm_with_it() -> None:
+    """Without the SIGTERM it would be waited for until the whole grace is spent, then killed."""
+    spec = ProcessSpec(key="detached", argv=sleeper("--stay", "--grandchild", "setsid"), shutdown=20)
+    with trio.fail_after(30):
+        async with open_child(spec) as child:
+            family = processes(json.loads(await child.receive_frame())["grandchildren"])
+            start = trio.current_time()
+            os.kill(child.pid, signal.SIGKILL)  # a crash: the close sequence cleans up after it
+            await child.wait()
+            assert trio.current_time() - start < 5
+            assert await wait_dead(family, timeout=1) == []
+
+
 LAUNCHERS = {
     "node": [
         "node", "-e",
