@@ -224,10 +224,12 @@ def _harnesses(args: argparse.Namespace) -> None:
 
 
 def _attach(args: argparse.Namespace) -> None:
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    terminal = sys.stdout.isatty()
+    color = terminal and not os.environ.get("NO_COLOR")
     try:
         trio.run(lambda: attach(_state(args), args.id, args.from_seq, out=sys.stdout,
-                                err=sys.stderr, interactive=sys.stdin.isatty(), color=color))
+                                err=sys.stderr, interactive=sys.stdin.isatty(), color=color,
+                                terminal=terminal))
     except KeyboardInterrupt:
         pass  # Ctrl-C before SIGINT was handled: detaching all the same
 
