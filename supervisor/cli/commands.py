@@ -29,9 +29,10 @@ from protocol.models import Permissions, SessionInfo
 from protocol.schema import client_protocol_schema
 
 from supervisor.cli.attach import attach, follow_frames
-from supervisor.client.api import RawEventFrame, lone_exception, open_client
+from supervisor.client.api import RawEventFrame, open_client
 from supervisor.cli.daemonctl import DaemonRunner, run_foreground, start, status_report, stop
 from supervisor.cli.render import Renderer
+from supervisor.excgroup import lone_exception
 from supervisor.statedir import resolve_state_dir
 
 __all__ = ["DaemonEntry", "build_parser", "main"]

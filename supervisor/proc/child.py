@@ -39,12 +39,11 @@ import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import NoReturn
-
 import trio
 
 from protocol.errors import ChildExited, FrameTooLarge, ProtocolError
 from protocol.framing import Framer, FramerFactory
+from supervisor.excgroup import raise_lone
 from supervisor.proc import reaper
 from supervisor.proc.pipes import (
     FrameIterator,
@@ -62,7 +61,7 @@ from supervisor.proc.killing import (
     wait_gone,
     was_signalled,
 )
-from supervisor.proc.spawn import Launched, launch
+from supervisor.proc.spawn import Spawned, spawn
 from supervisor.ledger.store import Ledger, LedgerRow, argv_hash
 from supervisor.proc.spec import ExitReason as ExitReason
 from supervisor.proc.spec import ExitStatus as ExitStatus
@@ -118,7 +117,7 @@ async def open_child(
                     await child.close()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        _raise_single(group)
+        raise_lone(group)
     finally:
         child._close_pipes()
 
@@ -151,19 +150,19 @@ class ProcessChild:
     """
 
     def __init__(
-        self, spec: ProcessSpec, launched: Launched, ledger_key: str, framer: Framer
+        self, spec: ProcessSpec, spawned: Spawned, ledger_key: str, framer: Framer
     ) -> None:
         self.spec = spec
         self.key = spec.key
         self.ledger_key = ledger_key
-        self.pid = launched.pid
-        self.pgid = launched.pid
+        self.pid = spawned.pid
+        self.pgid = spawned.pid
         self.started_at = time.time()
         self.failure: FrameTooLarge | ProtocolError | None = None
         self.status: ExitStatus | None = None
-        self._launched = launched
+        self._spawned = spawned
         self._framer = framer
-        self._pidfd = open_pidfd(launched.pid)
+        self._pidfd = open_pidfd(spawned.pid)
         self._ledger: Ledger | None = None
         self._goodbye: Goodbye | None = None
         self._nursery: trio.Nursery | None = None
@@ -182,7 +181,7 @@ class ProcessChild:
         """
         async with self._send_lock:
             try:
-                await self._launched.stdin.send_all(data)
+                await self._spawned.stdin.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 raise ChildExited(
                     f"child {self.key!r} no longer reads its stdin", data={"pid": self.pid}
@@ -190,7 +189,7 @@ class ProcessChild:
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (the usual goodbye); idempotent."""
-        await self._launched.stdin.aclose()
+        await self._spawned.stdin.aclose()
 
     async def receive_frame(self) -> bytes:
         """The next stdout frame.
@@ -240,7 +239,7 @@ class ProcessChild:
         nursery.start_soon(self._read_stdout)
         nursery.start_soon(
             read_stderr_lines,
-            self._launched.stderr,
+            self._spawned.stderr,
             self._on_stderr_line,
             self.spec.stderr_line_limit,
         )
@@ -269,7 +268,7 @@ class ProcessChild:
 
     async def _read_stdout(self) -> None:
         try:
-            await read_frames(self._launched.stdout, self._framer, self._frames_in)
+            await read_frames(self._spawned.stdout, self._framer, self._frames_in)
         except (FrameTooLarge, ProtocolError) as exc:
             self.failure = exc
             logger.warning("child %s (pid %d) broke its framing: %s", self.key, self.pid, exc)
@@ -347,12 +346,12 @@ class ProcessChild:
         if not reaper._reap_owned(self.pid):
             logger.warning("child %s (pid %d) was reaped by someone else", self.key, self.pid)
         forget_signalled([self.pgid])
-        self._launched.popen.returncode = returncode(self._final_status())
+        self._spawned.popen.returncode = returncode(self._final_status())
         if self._pidfd is not None:
             trio.lowlevel.notify_closing(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
-        await self._launched.stdin.aclose()
+        await self._spawned.stdin.aclose()
         if self._ledger is not None:
             try:
                 await self._ledger.remove(self.ledger_key)
@@ -366,7 +365,7 @@ class ProcessChild:
             await self._ledger.add(self._ledger_row())
 
     def _close_pipes(self) -> None:
-        for stream in (self._launched.stdin, self._launched.stdout, self._launched.stderr):
+        for stream in (self._spawned.stdin, self._spawned.stdout, self._spawned.stderr):
             stream.close()
 
     def _final_status(self) -> ExitStatus:
@@ -394,18 +393,10 @@ async def _spawn_child(
     ledger_key = f"{spec.key}#{os.getpid()}.{next(_SEQUENCE)}"
     marker = marker_env(ledger.state_dir if ledger is not None else None, ledger_key)
     death = signal.Signals[spec.death_signal] if spec.death_signal else None
-    launched = await launch(
+    spawned = await spawn(
         spec.argv, cwd=spec.cwd, env=child_env(spec.env, marker), death_signal=death
     )
-    child = ProcessChild(spec, launched, ledger_key, frames)
+    child = ProcessChild(spec, spawned, ledger_key, frames)
     child._goodbye = goodbye
     child._ledger = ledger
     return child
-
-
-def _raise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
-    """Re-raise the one exception of ``group`` (the body's own) unwrapped; else the group."""
-    if len(group.exceptions) == 1:
-        exc = group.exceptions[0]
-        raise exc from exc.__cause__
-    raise group

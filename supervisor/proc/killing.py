@@ -24,6 +24,7 @@ import trio
 
 from supervisor.proc import prctl
 from supervisor.proc import reaper
+from supervisor.proc.procstat import read_stat
 from supervisor.proc.identity import StartToken, read_marker, same_process, token_of
 
 
@@ -86,13 +87,10 @@ def process_table() -> dict[int, tuple[int, int]]:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
+            stat = read_stat(int(name))
+        except (OSError, ValueError):
             continue
-        # Fields after the command name: state, ppid, pgrp, ...
-        fields = stat.rpartition(b")")[2].split()
-        table[int(name)] = (int(fields[1]), int(fields[2]))
+        table[int(name)] = (stat.ppid, stat.pgid)
     return table
 
 

@@ -28,6 +28,8 @@ from collections.abc import Collection, Iterator
 import psutil
 import trio
 
+from supervisor.proc.procstat import read_stat
+
 _TABLE_LOCK = threading.Lock()
 _LIVE: set[int] = set()
 
@@ -143,8 +145,6 @@ def _zombie_children_psutil() -> list[int]:
 
 def _is_zombie(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
+        return read_stat(pid).state == "Z"
+    except (OSError, ValueError):
         return False
-    return stat.rpartition(b")")[2].split()[:1] == [b"Z"]
