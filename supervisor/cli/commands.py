@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import msgspec
 import trio
+from msgspec import Struct
 
 from protocol.errors import CorralError
 from protocol.events import Decision
@@ -39,10 +40,12 @@ __all__ = ["DaemonEntry", "build_parser", "main"]
 
 
 class DaemonEntry(NamedTuple):
-    """How to run a daemon: in this process (``run``) and as ``python -m module`` (``corral start``)."""
+    """How to run a daemon: in this process (``run``) and as ``python -m module`` (``corral start``);
+    ``config`` is the root Struct of its configuration file."""
 
     run: DaemonRunner
     module: str
+    config: type[Struct]
 
 
 def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
@@ -147,7 +150,8 @@ def _state(args: argparse.Namespace) -> Path:
 
 
 def _daemon(args: argparse.Namespace) -> int:
-    run_foreground(_state(args), args.daemon_entry.run, port=args.port, config=args.config)
+    entry: DaemonEntry = args.daemon_entry
+    run_foreground(_state(args), entry.run, entry.config, port=args.port, config=args.config)
     return 0
 
 

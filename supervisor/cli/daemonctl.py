@@ -15,11 +15,12 @@ import os
 import sys
 from pathlib import Path
 from collections.abc import Awaitable
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 import msgspec
 import psutil
 import trio
+from msgspec import Struct
 
 from protocol.errors import CorralError, DaemonNotRunning, Timeout
 
@@ -36,13 +37,17 @@ _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 class DaemonRunner(Protocol):
     """Runs a daemon on a state directory until it stops (``actors.app.serve``)."""
 
-    def __call__(self, state_root: Path, loaded: LoadedConfig, *, port: int | None = None,
+    def __call__(self, state_root: Path, loaded: LoadedConfig[Any], *, port: int | None = None,
                  task_status: trio.TaskStatus[DaemonFile] = ...) -> Awaitable[None]: ...
 
 
-def run_foreground(root: Path, run: DaemonRunner, *, port: int | None, config: str | None) -> None:
-    """Run the daemon in this process until it stops; ``DaemonRunning`` if the directory is taken."""
-    loaded = load_config(config)
+def run_foreground(root: Path, run: DaemonRunner, root_config: type[Struct], *, port: int | None,
+                   config: str | None) -> None:
+    """Run the daemon in this process until it stops; ``DaemonRunning`` if the directory is taken.
+
+    ``config`` (a path, else the default file if it exists) is loaded as ``root_config``.
+    """
+    loaded = load_config(root_config, config)
     state = StateDir(root)
     state.ensure()
     _log_to(state.log_path)

@@ -31,8 +31,9 @@ from protocol.errors import (
 from protocol.events import Assistant, Exit, Permission, PermissionDecided, Result, Status, Tool
 from protocol.messages import SessionList, SessionListResult
 from supervisor.client.api import ConnectionLost, open_client, open_client_on
-from supervisor.config import Config, DaemonConfig, LoadedConfig
-from actors.app import serve as run_daemon
+from supervisor.config import LoadedConfig
+from supervisor.server.config import DaemonConfig
+from actors.app import Config, serve as run_daemon
 from supervisor.client.follow import follow_session
 from supervisor.statedir import DaemonFile, StateDir
 
@@ -61,7 +62,7 @@ class _Daemon:
         info: DaemonFile = await self.nursery.start(self._run, loaded)
         return info
 
-    async def _run(self, loaded: LoadedConfig, *, task_status: trio.TaskStatus[DaemonFile]) -> None:
+    async def _run(self, loaded: LoadedConfig[Config], *, task_status: trio.TaskStatus[DaemonFile]) -> None:
         try:
             await run_daemon(self.root, loaded, port=0, task_status=task_status)
         finally:
