@@ -87,7 +87,7 @@ async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | N
                 task_status: trio.TaskStatus[DaemonFile] = trio.TASK_STATUS_IGNORED) -> None:
     """Run a daemon with every actor kind on ``state_root`` until it is stopped."""
     state = StateDir(state_root)
-    state.ensure()
+    await trio.to_thread.run_sync(state.ensure)
     host = Host(state, loaded.config.daemon)
     app = App(host, loaded)
     await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)

@@ -5,6 +5,7 @@
 deadline) until ``daemon.json`` names that process *and* a ``hello`` is answered; a daemon
 that exits first gets its last log lines printed. ``daemon`` logs to ``daemon.log`` and to
 stderr, once: when stderr already is ``daemon.log`` (under ``start``) only the file is used.
+File work (the state directory, ``daemon.json``, the log) runs in worker threads.
 """
 
 from __future__ import annotations
@@ -62,17 +63,17 @@ async def start(root: Path, module: str, *, port: int | None, config: str | None
         out.write(f"corral daemon already running (pid {running})\n")
         return
     state = StateDir(root)
-    state.ensure()
-    offset = state.log_path.stat().st_size if state.log_path.exists() else 0
-    pid = _spawn(state, module, port=port, config=config)
+    offset = await trio.to_thread.run_sync(_prepare, state)
+    pid = await trio.to_thread.run_sync(functools.partial(_spawn, state, module, port=port,
+                                                          config=config))
     deadline = trio.current_time() + wait
     while True:
         finished, code = os.waitpid(pid, os.WNOHANG)
         if finished:
-            tail = _tail(state.log_path, offset)
+            tail = await trio.to_thread.run_sync(_tail, state.log_path, offset)
             raise CorralError(f"the daemon exited with status {os.waitstatus_to_exitcode(code)} "
                               f"before it was ready{': ' + tail if tail else ''}")
-        info = state.read_daemon_file()
+        info = await trio.to_thread.run_sync(state.read_daemon_file)
         if info is not None and info.pid == pid and await _running_pid(root) == pid:
             out.write(f"corral daemon started (pid {pid}) on {info.url} and {info.socket}\n")
             return
@@ -107,13 +108,19 @@ async def status_report(root: Path) -> dict[str, object]:
     async with open_client(root) as client:
         status = await client.status()
         sessions = await client.sessions()
-    info = StateDir(root).read_daemon_file()
+    info = await trio.to_thread.run_sync(StateDir(root).read_daemon_file)
     return {
         "state_dir": str(root),
         "daemon": msgspec.to_builtins(info) if info is not None else None,
         "status": msgspec.to_builtins(status),
         "sessions": msgspec.to_builtins(sessions),
     }
+
+
+def _prepare(state: StateDir) -> int:
+    """Create the state directory; the size of ``daemon.log`` (where this start's lines begin)."""
+    state.ensure()
+    return state.log_path.stat().st_size if state.log_path.exists() else 0
 
 
 def _spawn(state: StateDir, module: str, *, port: int | None, config: str | None) -> int:

@@ -107,7 +107,7 @@ async def open_client(state_dir: Path | str | None = None, *,
     Leaving the block closes the connection (bounded) and cancels the reader; an exception
     of the block propagates as raised (a lone exception is not wrapped in a group).
     """
-    state, info, token = discover(state_dir)
+    state, info, token = await trio.to_thread.run_sync(discover, state_dir)  # file reads
 
     async def connect() -> tuple[trio.abc.Stream, str, str]:
         return await connect_stream(state.root, info, transport)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 from pathlib import Path
@@ -371,3 +372,21 @@ async def test_errors_in_the_block_propagate_unwrapped(autojump_clock: trio.test
     with pytest.raises(KeyError):
         async with open_client_on(stream, "t"):
             raise KeyError("mine")
+
+
+async def test_discovery_reads_its_files_off_the_event_loop(
+    short_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop_thread = threading.get_ident()
+    readers: list[int] = []
+    read = StateDir.read_daemon_file
+
+    def spy(self: StateDir) -> DaemonFile | None:
+        readers.append(threading.get_ident())
+        return read(self)
+
+    monkeypatch.setattr(StateDir, "read_daemon_file", spy)
+    with pytest.raises(DaemonNotRunning):
+        async with open_client(short_dir / "no-daemon"):
+            pass
+    assert readers and loop_thread not in readers
