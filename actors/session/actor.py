@@ -73,7 +73,8 @@ from protocol.messages import (
 from protocol.models import SessionInfo
 from supervisor.tree.backoff import Backoff, GiveUp, RestartPolicy, RestartTracker
 from supervisor.tree.mailbox import Mailbox, Reply
-from supervisor.config import ChildrenConfig, SessionsConfig
+from actors.session.config import SessionsConfig
+from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.child import ExitStatus, ProcessSpec, open_child
 
 __all__ = ["Session", "SessionDeps", "run_session"]

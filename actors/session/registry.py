@@ -30,7 +30,7 @@ from protocol.base import format_ts
 from protocol.errors import BadRequest, HarnessUnavailable, StorageFailed, SessionClosed, UnknownSession
 from protocol.messages import SessionCreate
 from protocol.models import Detection, Permissions, SessionInfo
-from supervisor.config import Config, harness_defaults
+from actors.session.config import SessionSettings as Config, harness_defaults
 
 log = logging.getLogger("corral.sessions")
 _DETECTION_TTL = 30.0

@@ -19,13 +19,16 @@ would also steal the exit status of children that their owners are about to coll
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 import psutil
 import trio
+
+from supervisor.proc.procstat import read_stat
 
 _TABLE_LOCK = threading.Lock()
 _LIVE: set[int] = set()
@@ -35,6 +38,17 @@ def live_pids() -> frozenset[int]:
     """The pids currently owned by a ``Child`` (spawned, not yet reaped)."""
     with _TABLE_LOCK:
         return frozenset(_LIVE)
+
+
+@contextlib.contextmanager
+def pinned(pid: int) -> Iterator[bool]:
+    """Yield whether ``pid`` is a live-table child; if so it cannot be reaped until the block ends.
+
+    An unreaped child's pid, and the group id it leads, name no one else: the block may signal
+    them by number. It holds the table lock, so spawns and reaps wait: keep it short.
+    """
+    with _TABLE_LOCK:
+        yield pid in _LIVE
 
 
 def orphan_zombies() -> set[int]:
@@ -131,8 +145,6 @@ def _zombie_children_psutil() -> list[int]:
 
 def _is_zombie(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
+        return read_stat(pid).state == "Z"
+    except (OSError, ValueError):
         return False
-    return stat.rpartition(b")")[2].split()[:1] == [b"Z"]
