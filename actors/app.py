@@ -19,7 +19,7 @@ import trio
 
 from actors.fake import FakeDriver
 from actors.session.actor import Session
-from actors.session.registry import Sessions
+from actors.session.sessions import SessionTable
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
 from protocol.errors import UnknownMethod
@@ -91,7 +91,7 @@ class App:
         self.host = host
         self.loaded = loaded
         self.config: Config = loaded.config
-        self.sessions = Sessions(host.state.root, self.config, host.ledger, drivers(self.config))
+        self.sessions = SessionTable(host.state.root, self.config, host.ledger, drivers(self.config))
 
     def boot(self, host: Host) -> None:
         for warning in self.loaded.warnings:
