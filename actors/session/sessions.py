@@ -26,11 +26,12 @@ from actors.session.actor import Session, SessionDeps
 from actors.session.child import KILL_MARGIN
 from actors.session.eventlog import EventLog
 from actors.session.feed import Feed
-from actors.session.framelog import FrameLog
+from actors.session.framelog import open_frame_log
 from actors.session.meta import SessionMeta, list_sessions, meta_from_create, write_meta
+from actors.session.validate import check_create
 from protocol import events as ev
 from protocol.base import format_ts
-from protocol.errors import ActorGone, BadRequest, HarnessUnavailable, SessionClosed, StorageFailed, UnknownSession
+from protocol.errors import ActorGone, HarnessUnavailable, SessionClosed, StorageFailed, UnknownSession
 from protocol.messages import SessionCreate
 from protocol.models import Detection, Permissions, SessionInfo
 from supervisor.config import Config, harness_defaults
@@ -115,7 +116,8 @@ class SessionTable:
     async def create(self, request: SessionCreate) -> SessionInfo:
         """Start a session; answers once it exists, even if its first child dies at once.
 
-        Everything that can be refused (harness, cwd, options, log path, a missing binary) is checked before anything is written, so a refused request leaves nothing behind.
+        Everything that can be refused (harness, cwd, model, env, options, log path, a missing
+        binary) is checked before anything is written, so a refused request leaves nothing behind.
         """
         supervisor = self.supervisor
         if supervisor is None:
@@ -124,8 +126,7 @@ class SessionTable:
         if driver is None:
             raise HarnessUnavailable(
                 f"unknown harness {request.harness!r}; known: {', '.join(sorted(self.drivers))}")
-        if not Path(request.cwd).is_dir():
-            raise BadRequest(f"cwd {request.cwd!r} is not a directory")
+        check_create(request)
         session_id = f"s-{secrets.token_hex(6)}"
         directory = self.root / session_id
         default_options, default_env = harness_defaults(self.config, request.harness)
@@ -140,7 +141,8 @@ class SessionTable:
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
-        frame_log = _frame_log(options)
+        frame_log = open_frame_log(options.get("log_path"), cwd=request.cwd, state_dir=self.state_dir,
+                                   session_dir=directory)
         sessions = self.config.sessions
         try:
             directory.mkdir(mode=0o700)
@@ -226,19 +228,6 @@ class SessionTable:
             cached = (now, await driver.detect())
             self._detections[name] = cached
         return cached[1]
-
-
-def _frame_log(options: dict[str, Any]) -> FrameLog | None:
-    """The ``options.log_path`` frame log, opened now so a bad path is the caller's ``bad_request``."""
-    path = options.get("log_path")
-    if path is None:
-        return None
-    if not isinstance(path, str) or not path:
-        raise BadRequest("options.log_path must be a file path")
-    try:
-        return FrameLog(path)
-    except OSError as exc:
-        raise BadRequest(f"cannot open options.log_path {path!r}: {exc.strerror}") from None
 
 
 def _open_new(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:
