@@ -111,7 +111,6 @@ class Session:
         self.core = SessionCore(meta, request, deps.driver, deps.sessions, now=trio.current_time())
         self.closed = trio.Event()
         """Set once the session has ended and its log is closed."""
-        self.started = False
         self._frame_log = frame_log
         self._offload: Offload[Any] = deps.offload or _in_thread
         self._inbox: Mailbox[_Call | Input | _LogBroken] = Mailbox(
@@ -179,7 +178,6 @@ class Session:
             async with trio.open_nursery() as nursery:
                 try:
                     await nursery.start(self._body, body, ended)
-                    self.started = True
                     task_status.started(self)
                     await ended.wait()
                 finally:

@@ -10,6 +10,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from .daemonproc import DaemonProc, raw_client, start_daemon, stop_daemon
 
 
@@ -106,3 +108,22 @@ async def test_a_permission_asked_during_the_close_sequence_is_cancelled(
     assert events[asked + 1] == {"type": "permission_decided", "permission_id": "late",
                                  "decision": "cancelled", "by": "session"}
     assert events[-1]["reason"] == "closed"
+
+
+async def test_the_daemon_stops_its_sessions_in_parallel_each_to_its_exit(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[sessions]\nclose_timeout = 3.0\n")
+    state = tmp_path / "state"
+    daemon = await start_daemon(state, config=str(config))
+    stubborn = "trap '' TERM; exec 0<&-; while :; do sleep 0.1; done"  # needs the SIGKILL at 3 s
+    async with raw_client(daemon) as client:
+        sids = [(await client.ok("session.create", harness="fake", cwd=str(tmp_path),
+                                 options={"script": stubborn}))["session"]["id"] for _ in range(3)]
+    started = trio.current_time()
+    assert await stop_daemon(daemon) == 0
+    assert trio.current_time() - started < 7.0  # one after the other would take 9 s at least
+    for sid in sids:
+        events = _log(state, sid)
+        assert [e["type"] for e in events[-3:]] == ["status", "exit", "status"]
+        assert events[-3]["state"] == "closing" and events[-1]["state"] == "closed"
+        assert events[-2] == {"type": "exit", "exit_code": None, "signal": "SIGKILL", "reason": "closed"}
