@@ -163,9 +163,11 @@ class Harness:
                 task_status.started(running)
                 await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid))
                 status = await self._pump(running)
+                if status is None:
+                    return  # the session is gone; the child is closed on the way out
                 await self._tell(ChildExited(gen=gen, status=status))
             except ActorGone:
-                return  # the session is gone; the child is closed on the way out
+                return
             finally:
                 del self.running[gen]
         if not running.asked.is_set():
@@ -189,21 +191,32 @@ class Harness:
         if running is not None:
             running.close(goodbye)
 
-    async def _pump(self, running: Generation) -> ExitStatus:
-        """Forward frames until stdout ends, then finish the close sequence; the exit status."""
-        child = running.child
+    async def _pump(self, running: Generation) -> ExitStatus | None:
+        """Forward frames until stdout ends, then finish the close sequence; the exit status,
+        or ``None`` when the session is gone (the child is then closed on the way out)."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._close_when_asked, running)
+            told = await self._forward(running)
+            status = await running.child.close()
+            nursery.cancel_scope.cancel()
+        return status if told else None
+
+    async def _forward(self, running: Generation) -> bool:
+        """Tell the session every frame (and a broken framing); ``False`` once it is gone."""
+        child = running.child
+        try:
             try:
                 async for frame in child.frames():
                     if self.frame_log is not None:
                         self.frame_log.record("in", frame, child.pid)
                     await self._tell(ChildFrame(gen=running.gen, data=frame))
-            except CorralError as exc:  # the child broke its framing; the close sequence is running
+            except ActorGone:
+                raise
+            except CorralError as exc:  # the child broke its framing; its close sequence runs
                 await self._tell(ChildBroken(gen=running.gen, code=str(exc.code), message=exc.message))
-            status = await child.close()
-            nursery.cancel_scope.cancel()
-        return status
+        except ActorGone:
+            return False
+        return True
 
     async def _close_when_asked(self, running: Generation) -> None:
         await running.asked.wait()
