@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -50,8 +49,6 @@ from supervisor.proc.spec import ExitStatus, ProcessSpec
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 
 __all__ = ["Generation", "Harness", "HarnessChild", "Spawn", "spawn_process"]
-
-log = logging.getLogger("corral.session")
 
 KILL_MARGIN = 5.0
 """Seconds beyond ``close_timeout`` for the SIGKILL at the end of a close sequence and the reap."""

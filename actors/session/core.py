@@ -412,7 +412,12 @@ class SessionCore:
         if translator is None:
             self._finish_close(None)
             return
-        goodbye = [out.data for out in translator.goodbye(self._now) if isinstance(out, Send)]
+        goodbye: list[bytes] = []
+        for out in translator.goodbye(self._now):
+            if isinstance(out, Send):
+                goodbye.append(out.data)
+            else:
+                self._on_event(out)
         self._out.append(CloseChild(gen=self._gen, goodbye=tuple(goodbye)))
 
     def _finish_close(self, status: ExitStatus | None) -> None:
