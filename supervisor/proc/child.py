@@ -61,7 +61,7 @@ from supervisor.proc.killing import (
     wait_gone,
     was_signalled,
 )
-from supervisor.proc.spawn import Spawned, spawn
+from supervisor.proc.spawn import Spawned, Spawner, spawn
 from supervisor.ledger.store import Ledger, LedgerRow, argv_hash
 from supervisor.proc.spec import ExitReason as ExitReason
 from supervisor.proc.spec import ExitStatus as ExitStatus
@@ -92,16 +92,19 @@ async def open_child(
     ledger: Ledger | None = None,
     framer: FramerFactory | None = None,
     goodbye: Goodbye | None = None,
+    spawner: Spawner | None = None,
 ) -> AsyncIterator[ProcessChild]:
     """Spawn ``spec``, record it in ``ledger``, yield its handle, and close it on the way out.
 
     ``framer`` overrides ``spec.framing``; ``goodbye`` is used by the close sequence when the
-    block ends. Raises ``LaunchFailed`` if the child cannot start and ``StorageFailed`` if its
+    block ends; ``spawner`` replaces ``supervisor.proc.spawn.spawn`` (a process forked from a
+    pre-loaded template is supervised like any other). Raises ``LaunchFailed`` if the child cannot start and ``StorageFailed`` if its
     ledger row cannot be written (the child is then killed and reaped). Leaving the block by
     any route, cancellation included, runs the close sequence shielded; it takes at most
     ``spec.shutdown`` seconds plus the time the kernel takes to deliver a SIGKILL.
     """
-    child = await _spawn_child(spec, ledger, framer or framer_factory(spec), goodbye)
+    child = await _spawn_child(spec, ledger, framer or framer_factory(spec), goodbye,
+                               spawner or spawn)
     try:
         async with trio.open_nursery() as nursery:
             child._run_in(nursery)
@@ -352,7 +355,8 @@ class ProcessChild:
         if not reaper._reap_owned(self.pid):
             logger.warning("child %s (pid %d) was reaped by someone else", self.key, self.pid)
         forget_signalled([self.pgid])
-        self._spawned.popen.returncode = returncode(self._final_status())
+        if self._spawned.popen is not None:  # Popen must never poll the reaped (reusable) pid
+            self._spawned.popen.returncode = returncode(self._final_status())
         if self._pidfd is not None:
             trio.lowlevel.notify_closing(self._pidfd)
             os.close(self._pidfd)
@@ -391,7 +395,11 @@ class ProcessChild:
 
 
 async def _spawn_child(
-    spec: ProcessSpec, ledger: Ledger | None, framer: FramerFactory, goodbye: Goodbye | None
+    spec: ProcessSpec,
+    ledger: Ledger | None,
+    framer: FramerFactory,
+    goodbye: Goodbye | None,
+    spawner: Spawner,
 ) -> ProcessChild:
     """Fork ``spec``; nothing after the fork can fail before the caller owns the handle."""
     validate(spec)
@@ -399,7 +407,7 @@ async def _spawn_child(
     ledger_key = f"{spec.key}#{os.getpid()}.{next(_SEQUENCE)}"
     marker = marker_env(ledger.state_dir if ledger is not None else None, ledger_key)
     death = signal.Signals[spec.death_signal] if spec.death_signal else None
-    spawned = await spawn(
+    spawned = await spawner(
         spec.argv, cwd=spec.cwd, env=child_env(spec.env, marker), death_signal=death
     )
     child = ProcessChild(spec, spawned, ledger_key, frames)

@@ -10,6 +10,8 @@ would also steal the exit status of children that their owners are about to coll
 * ``reap_orphans()`` lists this process's zombie children (``/proc/self/task/*/children``), and
   reaps, one pid at a time with ``waitpid(pid, WNOHANG)``, those not in the live table, under the
   same lock (so a child forked a moment ago cannot be mistaken for an orphan).
+* A child forked by another process for us (a fork server's worker, re-parented to this
+  subreaper) enters the live table through ``claim`` and is then owned like any other.
 * Code that forks *without* ``supervisor.proc.spawn`` (``trio.run_process``, ``subprocess.run``) owns
   pids the table does not know. Its owners reap within microseconds of the exit, so the periodic
   reaper (``run_orphan_reaper``) only reaps a zombie it already saw on the previous pass: a zombie
@@ -93,6 +95,16 @@ async def run_orphan_reaper(
             await trio.to_thread.run_sync(lambda: reap_orphans(only=seen))
         seen = await trio.to_thread.run_sync(orphan_zombies)
         await trio.sleep(interval)
+
+
+def claim(pid: int) -> None:
+    """Enter ``pid``, a child of this process that it did not fork itself, in the live table.
+
+    From then on only its owner reaps it, as for a child of ``supervisor.proc.spawn``. Call it
+    as soon as the pid is known: until then a zombie of it may be reaped as an orphan.
+    """
+    with _TABLE_LOCK:
+        _claim(pid)
 
 
 def _claim(pid: int) -> None:

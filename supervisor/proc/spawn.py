@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import trio
 
@@ -35,13 +35,36 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True, slots=True)
 class Spawned:
-    """A freshly forked child: its pid (already in the live table) and our ends of its pipes."""
+    """A freshly forked child: its pid (already in the live table) and our ends of its pipes.
+
+    ``popen`` is the ``subprocess.Popen`` that forked it, or ``None`` for a child some other
+    process forked for us and the kernel re-parented to this subreaper (``Spawner``).
+    """
 
     pid: int
-    popen: subprocess.Popen[bytes]
     stdin: trio.lowlevel.FdStream
     stdout: trio.lowlevel.FdStream
     stderr: trio.lowlevel.FdStream
+    popen: subprocess.Popen[bytes] | None = None
+
+
+class Spawner(Protocol):
+    """Anything shaped like ``spawn``: ``open_child(spawner=...)`` takes one.
+
+    The contract is ``spawn``'s: the child leads a new session (its pid is its process group),
+    is a child of this process (so its exit can be waited for), runs with exactly ``env`` in
+    ``cwd``, has ``death_signal`` as its parent-death signal, and its pid is in the reaper's
+    live table (``reaper.claim``) before the call returns; failures are ``LaunchFailed``.
+    """
+
+    async def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None,
+        env: Mapping[str, str],
+        death_signal: signal.Signals | None,
+    ) -> Spawned: ...
 
 
 async def spawn(
@@ -73,9 +96,9 @@ async def spawn(
             ) from exc
         except subprocess.SubprocessError as exc:
             raise LaunchFailed(f"cannot start {argv[0]!r}: {exc}", data={"argv0": argv[0]}) from exc
-        streams = [trio.lowlevel.FdStream(fd) for fd in ours]
+        stdin, stdout, stderr = (trio.lowlevel.FdStream(fd) for fd in ours)
         fds.clear()
-        return Spawned(popen.pid, popen, *streams)
+        return Spawned(popen.pid, stdin, stdout, stderr, popen=popen)
     finally:
         for fd in fds:
             os.close(fd)

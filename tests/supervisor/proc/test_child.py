@@ -8,7 +8,9 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -20,11 +22,11 @@ import trio.testing
 from protocol.errors import ChildExited, FrameTooLarge, LaunchFailed, StorageFailed
 from supervisor.proc import reaper
 from supervisor.proc.identity import read_marker, same_process, start_token
-from supervisor.proc.spawn import spawn
+from supervisor.proc.spawn import Spawned, spawn
 from supervisor.ledger.store import Ledger, argv_hash
 from supervisor.proc.child import ExitStatus, ProcessSpec, open_child, run_child
 from tests.fakes.procs import command
-from tests.fakes.proctools import processes, subreaper, wait_dead, wait_no_descendants
+from tests.fakes.proctools import ROOT, processes, subreaper, wait_dead, wait_no_descendants
 
 pytestmark = pytest.mark.usefixtures("subreaper")
 assert subreaper  # the fixture is used by name through pytestmark
@@ -386,3 +388,53 @@ async def test_200_spawn_close_cycles_leave_no_zombie_or_stray(tmp_path: Path) -
     assert reaper.live_pids() == frozenset()
     assert reaper.orphan_zombies() == set()
     assert ledger.rows() == []
+
+
+# A launcher that is not us: it spawns ARGV (after the fd to report on) in a new session with the stdio it was given, prints
+# the pid and exits at once, so the child is re-parented to this (subreaper) process.
+_FOREIGN_LAUNCHER = (
+    "import os, sys; report, argv = int(sys.argv[1]), sys.argv[2:];"
+    "os.set_inheritable(report, False);"
+    "pid = os.posix_spawn(argv[0], argv, dict(os.environ), setsid=True);"
+    "os.write(report, str(pid).encode())"
+)
+
+
+async def _spawn_elsewhere(
+    argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
+    death_signal: signal.Signals | None,
+) -> Spawned:
+    """A ``Spawner`` whose children another process forks: pipes here, pid by re-parenting."""
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    report_r, report_w = os.pipe()
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", _FOREIGN_LAUNCHER, str(report_w), *argv], cwd=cwd, env=dict(env),
+        stdin=stdin_r, stdout=stdout_w, stderr=stderr_w, pass_fds=[report_w])
+    for fd in (stdin_r, stdout_w, stderr_w, report_w):
+        os.close(fd)
+    await trio.to_thread.run_sync(launcher.wait)
+    with os.fdopen(report_r, "rb") as report:
+        pid = int(report.read())  # the launcher has exited: this does not block
+    reaper.claim(pid)
+    stdin, stdout, stderr = (trio.lowlevel.FdStream(fd) for fd in (stdin_w, stdout_r, stderr_r))
+    return Spawned(pid, stdin, stdout, stderr)
+
+
+async def test_a_child_forked_elsewhere_is_supervised_like_our_own(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    spec = ProcessSpec(key="foreign", kind="test", argv=command("echo"), cwd=ROOT, shutdown=5)
+    with trio.fail_after(30):
+        async with open_child(spec, ledger=ledger, spawner=_spawn_elsewhere) as child:
+            proc = psutil.Process(child.pid)
+            assert proc.ppid() == os.getpid() and os.getpgid(child.pid) == child.pid
+            (row,) = msgspec.json.decode(Path(ledger.path).read_bytes())["rows"]
+            assert (row["pid"], row["pgid"]) == (child.pid, child.pid)
+            assert read_marker(child.pid) == (ledger.state_dir, child.ledger_key)
+            await child.send(b'{"n": 1}\n')
+            assert await child.receive_frame() == b'{"n": 1}'
+            await child.close_stdin()
+            assert await child.wait() == ExitStatus(reason="exited", exit_code=0)
+        assert not psutil.pid_exists(child.pid)
+        assert msgspec.json.decode(Path(ledger.path).read_bytes())["rows"] == []
