@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import types
+import subprocess
+import sys
+import textwrap
 
 import actors.native.models as models
 
@@ -15,9 +17,31 @@ MODELS = {
 
 
 def test_models_exports() -> None:
-    public = {n for n, v in vars(models).items()
-              if not n.startswith("_") and not isinstance(v, types.ModuleType)}
-    assert public == MODELS
+    assert set(models.__all__) == MODELS
+    assert MODELS <= set(dir(models))
+    for name in MODELS:  # the lazy ones too
+        assert getattr(models, name) is not None, name
+
+
+def test_adapters_and_their_sdks_are_imported_per_provider() -> None:
+    # A fresh interpreter: this one has imported everything already.
+    script = textwrap.dedent("""
+        import sys
+        from actors.native.models import ProviderConfig, resolve_provider
+        def loaded():
+            return sorted(m for m in ("openai", "anthropic", "google.adk", "google.genai")
+                          if m in sys.modules)
+        resolve_provider("openai/gpt-5-mini", providers={}, session_base_url=None,
+                         session_env={}, daemon_env={})
+        print(loaded())
+        from actors.native.models import build_model
+        build_model(ProviderConfig(kind="openai", provider="openai", model="m",
+                                   base_url="http://127.0.0.1:9/v1"))
+        print(loaded())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.splitlines()
+    assert out == ["[]", "['google.adk', 'google.genai', 'openai']"]
 
 
 def test_no_trio_in_the_asyncio_worker_code() -> None:
