@@ -5,7 +5,8 @@
   then reap such orphans (``supervisor.proc.reaper``); in exchange it can still find and kill them.
 * ``parent_death_hook(sig)``: a ``preexec_fn`` that asks the kernel to send ``sig`` to the child
   when its parent dies (``PR_SET_PDEATHSIG``), so a SIGKILLed daemon does not leave its children
-  running until the next boot's reconcile.
+  running until the next boot's reconcile. ``set_parent_death_signal(sig, parent)`` is the same
+  request made by the child itself (a process forked elsewhere and re-parented to the daemon).
 
 The parent-death signal fires when the *thread* that forked the child exits, not the process. trio
 forks in a cached worker thread that exits after ten idle seconds, which would kill every child
@@ -63,11 +64,22 @@ def parent_death_hook(sig: signal.Signals) -> Callable[[], None] | None:
     parent = os.getpid()
 
     def hook() -> None:
-        _prctl(PR_SET_PDEATHSIG, int(sig))
-        if os.getppid() != parent:
+        if not set_parent_death_signal(sig, parent):
             os.kill(os.getpid(), signal.SIGKILL)
 
     return hook
+
+
+def set_parent_death_signal(sig: signal.Signals, parent: int) -> bool:
+    """Ask for ``sig`` when this process's parent (thread) dies; whether ``parent`` still is it.
+
+    ``False`` means the parent died before the request could cover it (or was never ``parent``):
+    the caller should end itself rather than run unowned. Where unsupported, only the check.
+    Raises ``OSError`` if the kernel refuses.
+    """
+    if _libc is not None:
+        _prctl(PR_SET_PDEATHSIG, int(sig))
+    return os.getppid() == parent
 
 
 def _prctl(option: int, arg: int) -> None:

@@ -1,0 +1,196 @@
+"""The native fork server as the daemon runs it: a supervised child started on demand, and the
+spawner that asks it for workers, falling back to a plain exec whenever it cannot.
+
+``ForkServer.run`` is a permanent child's start function (under its own supervisor,
+``supervisor_spec``). It is ready at once and does nothing until the first native spawn; then it
+runs ``python -m actors.native.forkserver ADDRESS`` through ``open_child`` (kind
+``native-forkserver``: in the ledger, in ``daemon.status``, closed with the daemon), waits for
+its ready line, serves until the process ends and raises ``ChildExited``, so the supervisor
+restarts it with its backoff. A restarted run starts the process again at once if the last one
+had served (the daemon runs native sessions), or on the next spawn if it never became ready (a
+broken install does not loop without demand).
+
+``ForkServer.spawn`` has the shape of ``supervisor.proc.spawn.spawn``: the native driver hands
+it to ``open_child``. It asks the server (``forkclient.fork_worker``) when one is serving, waits
+(bounded) for one that is starting, and otherwise, or when the request fails, execs the argv it
+was given as ``spawn`` would, with a warning: a native session never fails because of the fork
+server. A server that does not answer in time is killed (the supervisor restarts it). Workers
+are the daemon's children, not the server's: they outlive it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import msgspec
+import trio
+
+from protocol.errors import ChildExited, CorralError
+from protocol.forkserver import decode_ready
+from supervisor.ledger.store import Ledger
+from supervisor.proc import prctl
+from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
+from supervisor.proc.spawn import Spawned, spawn
+from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, SupervisorSpec, supervisor_child
+
+from .forkclient import ForkFailed, NoAnswer, fork_worker, socket_address
+
+__all__ = ["KIND", "SUPERVISOR", "ForkServer", "ForkServerStats"]
+
+log = logging.getLogger("corral.native.forkserver")
+
+KIND = "native-forkserver"
+"""The fork server's kind in the ledger and ``daemon.status`` (its workers: ``harness:native``)."""
+
+MODULE = "actors.native.forkserver"
+
+SUPERVISOR = SupervisorSpec(strategy=Strategy.ONE_FOR_ONE, intensity=10, period=60.0,
+                            backoff=Backoff(initial=1.0, factor=2.0, max=60.0, jitter=0.2))
+"""The fork server's own supervisor. With this backoff even a server that dies the moment it
+starts is restarted at most 7 times in any 60 s, so the intensity is never reached and the root
+(3 in 10 s) never sees a restart for it (``test_forkservice``)."""
+
+
+class ForkServerStats(msgspec.Struct, kw_only=True, frozen=True):
+    """``state``: ``idle`` (no demand yet), ``starting``, ``serving``, ``down`` (between runs);
+    ``pid`` of the serving process; ``forks`` and ``fallbacks`` (plain execs) since boot."""
+
+    state: str
+    pid: int | None
+    forks: int
+    fallbacks: int
+
+
+class _Run:
+    """One run of the server process, as spawns see it."""
+
+    def __init__(self) -> None:
+        self.state = "idle"
+        self.address: str | None = None
+        self.child: ProcessChild | None = None
+        self.served = False
+        self.settled = trio.Event()  # serving, or over
+
+
+class ForkServer:
+    """See the module docstring."""
+
+    def __init__(self, state_dir: str | os.PathLike[str], ledger: Ledger | None, *, cwd: str,
+                 ready_timeout: float = 60.0, answer_timeout: float = 10.0,
+                 shutdown: float = 5.0) -> None:
+        self._state_dir = Path(state_dir)
+        self._ledger = ledger
+        self._cwd = cwd
+        self._ready_timeout = ready_timeout
+        self._answer_timeout = answer_timeout
+        self._shutdown = shutdown
+        self._wanted = trio.Event()
+        self._run: _Run | None = None
+        self.forks = 0
+        self.fallbacks = 0
+
+    def child_spec(self, id: str = "native") -> ChildSpec:
+        """The fork server under its own supervisor, for the root's children."""
+        child = ChildSpec(id="native-forkserver", start=self.run, restart=RestartType.PERMANENT,
+                          shutdown=self._shutdown + 5.0)
+        return supervisor_child(id, SUPERVISOR, [child])
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The start function: ready at once; serves from the first demand until the process
+        ends, then raises ``ChildExited``. Cancellation closes the process (bounded)."""
+        run = _Run()
+        self._run = run
+        task_status.started()
+        try:
+            await self._wanted.wait()
+            run.state = "starting"
+            await self._serve(run)
+        finally:
+            run.state = "down"
+            run.settled.set()
+            self._run = None
+            if not run.served:  # a failed start: try again on the next spawn, not in a loop
+                self._wanted = trio.Event()
+
+    async def spawn(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
+                    death_signal: signal.Signals | None) -> Spawned:
+        """A worker forked by the server, else ``argv`` exec'd (see the module docstring)."""
+        try:
+            spawned = await self._fork(cwd or self._cwd, env, death_signal)
+        except ForkFailed as exc:
+            self.fallbacks += 1
+            log.warning("native fork server: %s; starting the worker with a plain exec", exc)
+            return await spawn(argv, cwd=cwd, env=env, death_signal=death_signal)
+        self.forks += 1
+        return spawned
+
+    def statistics(self) -> ForkServerStats:
+        """A snapshot (see ``ForkServerStats``)."""
+        run = self._run
+        if run is None:
+            return ForkServerStats(state="down", pid=None, forks=self.forks,
+                                   fallbacks=self.fallbacks)
+        pid = run.child.pid if run.child is not None and run.state == "serving" else None
+        return ForkServerStats(state=run.state, pid=pid, forks=self.forks,
+                               fallbacks=self.fallbacks)
+
+    async def _fork(self, cwd: str, env: Mapping[str, str],
+                    death_signal: signal.Signals | None) -> Spawned:
+        self._wanted.set()  # in a restart's backoff too: the next run then starts at once
+        run = self._run
+        if run is None:
+            raise ForkFailed("it is not running")
+        if not prctl.is_child_subreaper():
+            raise ForkFailed("this process is not a child subreaper, so its workers would not "
+                             "be its children")
+        with trio.move_on_after(self._ready_timeout):
+            await run.settled.wait()
+        if run.state != "serving" or run.address is None or run.child is None:
+            raise ForkFailed(f"it is {run.state}")
+        try:
+            return await fork_worker(run.address, cwd=cwd, env=env, death_signal=death_signal,
+                                     timeout=self._answer_timeout)
+        except NoAnswer:
+            log.warning("native fork server (pid %d) is stuck; killing it", run.child.pid)
+            run.child.kill_group()
+            raise
+
+    async def _serve(self, run: _Run) -> None:
+        """Run the process until it ends, then raise ``ChildExited``."""
+        address = socket_address(self._state_dir)
+        spec = ProcessSpec(key=KIND, kind=KIND, argv=[sys.executable, "-m", MODULE, address],
+                           cwd=self._cwd, shutdown=self._shutdown, framing="ndjson")
+        async with open_child(spec, ledger=self._ledger) as child:
+            run.child = child
+            await self._ready(child, address)
+            run.address, run.state, run.served = address, "serving", True
+            run.settled.set()
+            log.info("native fork server (pid %d) serves on %s", child.pid, address)
+            status = await child.wait()
+        tail = " | ".join(child.stderr_tail()[-5:])
+        raise ChildExited(f"the native fork server (pid {child.pid}) ended: {status.reason} "
+                          f"(exit {status.exit_code}, signal {status.signal}); stderr: {tail}",
+                          data={"pid": child.pid})
+
+    async def _ready(self, child: ProcessChild, address: str) -> None:
+        frame: bytes | None = None
+        with trio.move_on_after(self._ready_timeout):
+            try:
+                frame = await child.receive_frame()
+            except (trio.EndOfChannel, CorralError):
+                frame = None
+        try:
+            ready = decode_ready(frame) if frame is not None else None
+        except msgspec.DecodeError:
+            ready = None
+        if ready is None or ready.address != address or ready.pid != child.pid:
+            tail = " | ".join(child.stderr_tail()[-5:])
+            raise ChildExited(f"the native fork server (pid {child.pid}) did not become ready "
+                              f"within {self._ready_timeout:g} s; stderr: {tail}",
+                              data={"pid": child.pid})
+
