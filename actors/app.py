@@ -23,7 +23,8 @@ from msgspec import Struct
 from actors.fake import FakeDriver
 from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import decode_providers, load_prices
-from actors.native.driver import NativeDriver
+from actors.native.driver import NATIVE_ROOT, NativeDriver
+from actors.native.forkservice import ForkServer
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
 from actors.session.sessions import SessionTable
@@ -103,9 +104,10 @@ async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | N
     await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)
 
 
-def drivers(config: Config) -> dict[str, Any]:
+def drivers(config: Config, *, forks: ForkServer | None = None) -> dict[str, Any]:
     """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers and
-    ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one."""
+    ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one, whose workers
+    come from ``forks`` when given."""
     claude = config.harness.get("claude", HarnessConfig())
     codex = config.harness.get("codex", HarnessConfig())
     providers, warnings = decode_providers(config.providers)
@@ -116,7 +118,7 @@ def drivers(config: Config) -> dict[str, Any]:
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary)),
         "codex": CodexDriver(binary=_expand(codex.binary)),
-        "native": NativeDriver(providers=providers, prices=prices),
+        "native": NativeDriver(providers=providers, prices=prices, forks=forks),
     }
 
 
@@ -127,7 +129,9 @@ class App:
         self.host = host
         self.loaded = loaded
         self.config: Config = loaded.config
-        self.sessions = SessionTable(host.state.root, self.config, host.ledger, drivers(self.config))
+        self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT))
+        self.sessions = SessionTable(host.state.root, self.config, host.ledger,
+                                     drivers(self.config, forks=self.forks))
         lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
         self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
 
@@ -142,10 +146,11 @@ class App:
             log.info("closed %d session(s) left open by a crashed daemon", len(revived))
 
     def children(self) -> Sequence[ChildSpec]:
-        # lsp before sessions, so that it stops after them: a closing session may still ask.
+        # lsp and the native fork server before sessions, so that they stop after them: a
+        # closing session may still ask the one, and a restarting one the other.
         lsp = ChildSpec(id="lsp", start=self.lsp.run, type=ChildType.SUPERVISOR,
                         shutdown=self.lsp.config.shutdown_timeout + 5)
-        return [lsp, ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+        return [lsp, self.forks.child_spec("native"), ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                                shutdown=self.config.daemon.shutdown_timeout + 5)]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:

@@ -7,6 +7,9 @@
 * ``translator``: a ``NativeTranslator`` with the ``[providers]`` tables, the price table, the
   daemon's environment (for keys) and a finder for store files of earlier corral sessions
   (``options.resume`` with a native session id).
+* ``spawn``: the session's spawn hook (``actors.harness``): the worker is forked from the
+  daemon's fork server (``forkservice.ForkServer``) when the driver has one, else exec'd; either
+  way it is an ``open_child`` process child (ledger, group close, exit status).
 * ``detect``: available when google-adk is installed (its ``google.adk.runners`` module is found;
   the daemon never imports ADK itself), version = google-adk's; ``features.providers`` lists the
   built-in and configured providers, each with its base URL and whether its key is set in the
@@ -21,7 +24,8 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import msgspec
@@ -29,17 +33,21 @@ import msgspec
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features, ProviderInfo
 from protocol.native import Price
+from supervisor.ledger.store import Ledger
+from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
 
 from .config import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
+from .forkservice import ForkServer
 from .translate import NativeTranslator, store_dir
 
-__all__ = ["FEATURES", "HARNESS", "NativeDriver"]
+__all__ = ["FEATURES", "HARNESS", "NATIVE_ROOT", "NativeDriver"]
 
 HARNESS = "native"
 FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, set_model=True)
 """What a native session can do, statically (``detect`` adds the providers)."""
 
-_SOURCE_ROOT = Path(__file__).resolve().parents[2]
+NATIVE_ROOT = Path(__file__).resolve().parents[2]
+"""The source root that holds ``actors``: the cwd of workers and of the fork server."""
 
 
 class NativeDriver:
@@ -50,15 +58,25 @@ class NativeDriver:
 
     def __init__(self, *, providers: Mapping[str, ProviderTable] | None = None,
                  prices: Mapping[str, Price] | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None,
+                 forks: ForkServer | None = None) -> None:
         self._providers = dict(providers or {})
         self._prices = dict(prices or {})
         self._environ = os.environ if environ is None else environ
+        self._forks = forks
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The worker's argv, env and cwd. Pure."""
         return Launch(argv=[sys.executable, "-m", "actors.native"], env=dict(request.env),
-                      cwd=str(_SOURCE_ROOT), framing="length_prefix")
+                      cwd=str(NATIVE_ROOT), framing="length_prefix")
+
+    @asynccontextmanager
+    async def spawn(self, launch: Launch, spec: ProcessSpec,
+                    ledger: Ledger | None) -> AsyncIterator[ProcessChild]:
+        """The worker as a process child, forked by the fork server if there is one."""
+        spawner = self._forks.spawn if self._forks is not None else None
+        async with open_child(spec, ledger=ledger, spawner=spawner) as child:
+            yield child
 
     def translator(self, request: HarnessRequest) -> NativeTranslator:
         """A fresh translator for one worker; ``BadRequest`` for a bad model or options."""

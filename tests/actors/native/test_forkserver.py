@@ -7,8 +7,10 @@ the native driver does. Workers talk to the fake model server of the test.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,12 +26,13 @@ from actors.native.forkservice import KIND, ForkServer
 from protocol.events import Assistant, Init, Result
 from protocol.framing import LengthPrefixFramer
 from protocol.native import Prompt, ProviderSettings, Shutdown, Start, decode_event, encode_command
-from supervisor.ledger.store import Ledger
+from supervisor.ledger import reconcile
+from supervisor.ledger.store import LEDGER_FILE, Ledger, load, write
 from supervisor.proc.child import ExitStatus, ProcessChild, ProcessSpec, open_child
 from supervisor.proc.identity import read_marker, same_process, start_token
 from tests.fakes.model_script import say
 from tests.fakes.model_server import FakeModels
-from tests.fakes.proctools import subreaper, wait_no_descendants
+from tests.fakes.proctools import processes, subreaper, wait_dead, wait_no_descendants
 
 from .test_worker_process import ROOT
 
@@ -219,4 +222,48 @@ async def test_a_supervised_fork_server_is_restarted_lazily_after_a_failed_start
                 assert (forks.forks, forks.fallbacks) == (1, 1)
             assert handle is not None
             nursery.cancel_scope.cancel()
+    assert await wait_no_descendants() == []
+
+
+@pytest.mark.parametrize("found_by", ["ledger", "marker"])
+async def test_reconcile_kills_a_forked_worker_that_outlived_its_daemon(
+        tmp_path: Path, found_by: str) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with trio.fail_after(TIMEOUT):
+        stand_in = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "tests.fakes.fork_daemon", str(state)], cwd=str(ROOT),
+            stdout=subprocess.PIPE)
+        try:
+            assert stand_in.stdout is not None
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = await stand_in.stdout.receive_some()
+                assert chunk, "the stand-in daemon ended early"
+                line += chunk
+            started = json.loads(line)
+            assert started["forks"] == 1
+        finally:
+            stand_in.kill()
+            await stand_in.wait()
+        holder = psutil.Process(started["holder"])
+        try:
+            worker = psutil.Process(started["worker"])
+            assert await wait_dead(processes([started["server"]])) == []  # its parent-death signal
+            assert worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE
+            # /proc shows the template's environment: the marker names the fork server's row
+            marker_dir, marker_key = read_marker(worker.pid)
+            assert marker_dir == os.path.realpath(state) and marker_key.startswith(KIND)
+            ledger = state / LEDGER_FILE
+            rows, _ = load(str(ledger))
+            assert sorted(r.kind for r in rows) == ["harness:native", KIND]
+            if found_by == "marker":  # as if the daemon died before it wrote the worker's row
+                write(str(ledger), [r for r in rows if r.pid != worker.pid])
+            report = await trio.to_thread.run_sync(reconcile, state)
+            killed = {k.pid: k for k in report.killed}
+            assert killed[worker.pid].role == ("leader" if found_by == "ledger" else "marker")
+            assert await wait_dead([worker]) == []
+            assert load(str(ledger)) == ([], None)
+        finally:
+            holder.kill()
     assert await wait_no_descendants() == []
