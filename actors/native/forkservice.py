@@ -52,8 +52,9 @@ MODULE = "actors.native.forkserver"
 SUPERVISOR = SupervisorSpec(strategy=Strategy.ONE_FOR_ONE, intensity=10, period=60.0,
                             backoff=Backoff(initial=1.0, factor=2.0, max=60.0, jitter=0.2))
 """The fork server's own supervisor. With this backoff even a server that dies the moment it
-starts is restarted at most 7 times in any 60 s, so the intensity is never reached and the root
-(3 in 10 s) never sees a restart for it (``test_forkservice``)."""
+starts is started at most 7 times in any 60 s, so the intensity is never reached and the root
+(3 in 10 s) never sees a restart for it (``test_forkservice``). A server that never became
+ready is only started again on the next spawn, so a broken install does not loop by itself."""
 
 
 class ForkServerStats(msgspec.Struct, kw_only=True, frozen=True):
