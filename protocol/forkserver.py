@@ -38,10 +38,12 @@ MAX_REPLY = 4096
 
 
 class ForkServerReady(Data, kw_only=True, frozen=True):
-    """The template's one stdout line: it has imported everything and listens on ``address``."""
+    """The template's one stdout line: it has imported everything and listens on ``address``;
+    ``warmed``: the provider kinds whose warm-up turn went well."""
 
     pid: int
     address: str
+    warmed: list[str] = []
 
 
 class ForkRequest(Data, kw_only=True, frozen=True):

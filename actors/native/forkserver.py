@@ -1,14 +1,16 @@
 """``python -m actors.native.forkserver ADDRESS``: the native fork server, a pre-imported template.
 
 A native worker spends most of its start-up importing ADK and the model SDKs (1.5–2 s idle, far
-more under load). The template imports them once (``PRELOAD``), then forks one worker per
-request, which starts with everything imported. ADDRESS is the path of its Unix socket, or
-``@NAME`` for an abstract one; the wire is ``protocol.forkserver``.
+more under load), and its first turn importing and building more. The template does both once
+(``PRELOAD``, then ``warmup.warm_up``: a scripted turn per provider), then forks one worker per
+request, which starts with everything imported and built. ADDRESS is the path of its Unix
+socket, or ``@NAME`` for an abstract one; the wire is ``protocol.forkserver``.
 
 Theory of operation.
 
-* Start: remember the signal dispositions Python started with, import ``PRELOAD``, check that
-  the process is still single-threaded (forking a threaded process copies locks held by threads
+* Start: remember the signal dispositions Python started with, import ``PRELOAD``, run the
+  warm-up turns (their event loop is closed after them), check that the process is still
+  single-threaded (forking a threaded process copies locks held by threads
   that do not exist in the child), ``gc.collect(); gc.freeze()`` (the collector then never
   touches, so never copies, the template's objects in a worker), bind the socket (a path gets
   mode 0600, and lives in the daemon's 0700 state directory), print the ready line.
@@ -101,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     startup = _dispositions()
     for name in PRELOAD:
         importlib.import_module(name)
+    from actors.native.warmup import warm_up
+
+    warmed = warm_up()
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
     if threading.active_count() != 1 or threads != 1:
         print(f"fork server: the imports started threads ({threads}); forking is unsafe",
@@ -109,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()
     listener, bound = _listen(args[0])
-    sys.stdout.buffer.write(encode_line(ForkServerReady(pid=os.getpid(), address=args[0])))
+    sys.stdout.buffer.write(encode_line(ForkServerReady(pid=os.getpid(), address=args[0],
+                                                        warmed=warmed)))
     sys.stdout.flush()
     try:
         _serve(listener, startup)

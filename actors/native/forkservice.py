@@ -31,7 +31,7 @@ import msgspec
 import trio
 
 from protocol.errors import ChildExited, CorralError
-from protocol.forkserver import decode_ready
+from protocol.forkserver import ForkServerReady, decode_ready
 from supervisor.ledger.store import Ledger
 from supervisor.proc import prctl
 from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
@@ -168,17 +168,18 @@ class ForkServer:
                            cwd=self._cwd, shutdown=self._shutdown, framing="ndjson")
         async with open_child(spec, ledger=self._ledger) as child:
             run.child = child
-            await self._ready(child, address)
+            ready = await self._ready(child, address)
             run.address, run.state, run.served = address, "serving", True
             run.settled.set()
-            log.info("native fork server (pid %d) serves on %s", child.pid, address)
+            log.info("native fork server (pid %d) serves on %s (warmed up: %s)", child.pid,
+                     address, ", ".join(ready.warmed) or "nothing")
             status = await child.wait()
         tail = " | ".join(child.stderr_tail()[-5:])
         raise ChildExited(f"the native fork server (pid {child.pid}) ended: {status.reason} "
                           f"(exit {status.exit_code}, signal {status.signal}); stderr: {tail}",
                           data={"pid": child.pid})
 
-    async def _ready(self, child: ProcessChild, address: str) -> None:
+    async def _ready(self, child: ProcessChild, address: str) -> ForkServerReady:
         frame: bytes | None = None
         with trio.move_on_after(self._ready_timeout):
             try:
@@ -194,4 +195,5 @@ class ForkServer:
             raise ChildExited(f"the native fork server (pid {child.pid}) did not become ready "
                               f"within {self._ready_timeout:g} s; stderr: {tail}",
                               data={"pid": child.pid})
+        return ready
 
