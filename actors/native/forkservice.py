@@ -82,12 +82,16 @@ class ForkServer:
     """See the module docstring."""
 
     def __init__(self, state_dir: str | os.PathLike[str], ledger: Ledger | None, *, cwd: str,
-                 ready_timeout: float = 60.0, answer_timeout: float = 10.0,
-                 shutdown: float = 5.0) -> None:
+                 start_timeout: float = 120.0, wait_timeout: float = 30.0,
+                 answer_timeout: float = 10.0, shutdown: float = 5.0) -> None:
+        """``start_timeout`` bounds the template's import and warm-up (it is killed after it),
+        ``wait_timeout`` how long a spawn waits for a starting template before it execs,
+        ``answer_timeout`` one fork request; ``shutdown`` is the template's close time."""
         self._state_dir = Path(state_dir)
         self._ledger = ledger
         self._cwd = cwd
-        self._ready_timeout = ready_timeout
+        self._start_timeout = start_timeout
+        self._wait_timeout = wait_timeout
         self._answer_timeout = answer_timeout
         self._shutdown = shutdown
         self._wanted = trio.Event()
@@ -149,7 +153,7 @@ class ForkServer:
         if not prctl.is_child_subreaper():
             raise ForkFailed("this process is not a child subreaper, so its workers would not "
                              "be its children")
-        with trio.move_on_after(self._ready_timeout):
+        with trio.move_on_after(self._wait_timeout):
             await run.settled.wait()
         if run.state != "serving" or run.address is None or run.child is None:
             raise ForkFailed(f"it is {run.state}")
@@ -181,7 +185,7 @@ class ForkServer:
 
     async def _ready(self, child: ProcessChild, address: str) -> ForkServerReady:
         frame: bytes | None = None
-        with trio.move_on_after(self._ready_timeout):
+        with trio.move_on_after(self._start_timeout):
             try:
                 frame = await child.receive_frame()
             except (trio.EndOfChannel, CorralError):
@@ -193,7 +197,7 @@ class ForkServer:
         if ready is None or ready.address != address or ready.pid != child.pid:
             tail = " | ".join(child.stderr_tail()[-5:])
             raise ChildExited(f"the native fork server (pid {child.pid}) did not become ready "
-                              f"within {self._ready_timeout:g} s; stderr: {tail}",
+                              f"within {self._start_timeout:g} s; stderr: {tail}",
                               data={"pid": child.pid})
         return ready
 
