@@ -48,6 +48,7 @@ import struct
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from types import FrameType
@@ -266,7 +267,8 @@ def _worker(request: ForkRequest, fds: list[int], owner: int, inherited: list[so
         _restore(startup)
         os.environ.clear()
         os.environ.update(request.env)
-        tempfile.tempdir = None
+        tempfile.tempdir = None  # both read from the environment once, and cached
+        time.tzset()
         os.chdir(request.cwd)
         _wait_reparented(middle, owner)
         if request.death_signal is not None:

@@ -26,6 +26,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 import trio
@@ -57,11 +58,14 @@ starts is started at most 7 times in any 60 s, so the intensity is never reached
 ready is only started again on the next spawn, so a broken install does not loop by itself."""
 
 
+State = Literal["idle", "starting", "serving", "down"]
+
+
 class ForkServerStats(msgspec.Struct, kw_only=True, frozen=True):
     """``state``: ``idle`` (no demand yet), ``starting``, ``serving``, ``down`` (between runs);
     ``pid`` of the serving process; ``forks`` and ``fallbacks`` (plain execs) since boot."""
 
-    state: str
+    state: State
     pid: int | None
     forks: int
     fallbacks: int
@@ -71,7 +75,7 @@ class _Run:
     """One run of the server process, as spawns see it."""
 
     def __init__(self) -> None:
-        self.state = "idle"
+        self.state: State = "idle"
         self.address: str | None = None
         self.child: ProcessChild | None = None
         self.served = False
@@ -146,13 +150,13 @@ class ForkServer:
 
     async def _fork(self, cwd: str, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
+        if not prctl.is_child_subreaper():
+            raise ForkFailed("this process is not a child subreaper, so its workers would not "
+                             "be its children")
         self._wanted.set()  # in a restart's backoff too: the next run then starts at once
         run = self._run
         if run is None:
             raise ForkFailed("it is not running")
-        if not prctl.is_child_subreaper():
-            raise ForkFailed("this process is not a child subreaper, so its workers would not "
-                             "be its children")
         with trio.move_on_after(self._wait_timeout):
             await run.settled.wait()
         if run.state != "serving" or run.address is None or run.child is None:

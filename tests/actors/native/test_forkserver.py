@@ -267,3 +267,27 @@ async def test_reconcile_kills_a_forked_worker_that_outlived_its_daemon(
         finally:
             holder.kill()
     assert await wait_no_descendants() == []
+
+
+async def test_a_fork_server_that_does_not_answer_is_killed_and_the_spawn_execs(
+        tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    ledger = Ledger(state)
+    forks = ForkServer(state, ledger, cwd=str(ROOT), answer_timeout=1.0)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(forks.child_spec().start)
+            async with open_child(worker_spec(), ledger=ledger, spawner=forks.spawn):
+                stuck = forks.statistics().pid
+                assert stuck is not None
+            os.kill(stuck, signal.SIGSTOP)  # it accepts connections, and answers none
+            async with open_child(worker_spec("session:s:2"), ledger=ledger,
+                                  spawner=forks.spawn) as child:
+                assert (forks.forks, forks.fallbacks) == (1, 1)
+                assert psutil.Process(child.pid).cmdline()[1:] == ["-m", "actors.native"]
+                assert await wait_dead(processes([stuck])) == []  # killed, then restarted
+                while forks.statistics().pid in (stuck, None):
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert await wait_no_descendants() == []
