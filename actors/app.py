@@ -22,7 +22,7 @@ from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import decode_providers, load_prices
 from actors.native.driver import NativeDriver
 from actors.session.actor import Session
-from actors.session.registry import Sessions
+from actors.session.sessions import SessionTable
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
 from protocol.errors import UnknownMethod
@@ -102,7 +102,7 @@ class App:
         self.host = host
         self.loaded = loaded
         self.config: Config = loaded.config
-        self.sessions = Sessions(host.state.root, self.config, host.ledger, drivers(self.config))
+        self.sessions = SessionTable(host.state.root, self.config, host.ledger, drivers(self.config))
         lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
         self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
 

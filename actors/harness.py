@@ -10,7 +10,11 @@ A driver is two pure pieces and one I/O piece:
 * ``detect() -> Detection``: finds the binary and its version (runs ``--version``). Async.
 
 The session owns everything else: state, the event log, permission policy, held prompts,
-restarts, and the process child itself (spawned from ``Launch`` with the runtime's process API).
+restarts, and the child itself, spawned from ``Launch`` by ``actors.session.child.spawn_process``
+(the runtime's process API). A driver whose children are not plain processes (a native worker
+forked from a fork server) gives itself a ``spawn(launch, spec, ledger)`` attribute of the same
+shape, an async context manager yielding an ``actors.session.child.HarnessChild``; the session
+then uses it instead. Nothing else changes for the driver.
 """
 
 from __future__ import annotations

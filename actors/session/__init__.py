@@ -1,1 +1,2 @@
-"""The session actor and what it owns: event log, policy, tracker, prompt queue."""
+"""The session actor and what it owns: a sans-IO core (``core``) in one inbox loop (``actor``),
+its harness child (``child``), event log, approvals, policy, tracker and prompt queue."""

@@ -1,97 +1,103 @@
-"""The session actor: one harness child, its durable event log, its prompts and permissions.
+"""The session actor: one inbox loop around the ``SessionCore``.
 
 Theory of operation
 -------------------
-A session runs three kinds of task in its own nursery:
+The core (``actors.session.core``) takes every decision; this loop owns the I/O: the event log,
+the harness child's supervisor (``actors.session.child``) and the timers. It takes one message
+at a time from a bounded inbox, a client request with its one-shot reply or a notice about the
+harness child, hands it to the core with the time, and performs the outputs in order:
 
-* the **inbox loop** takes client requests (``session.prompt`` … ``session.close``) one at a
-  time and answers each through a one-shot reply, so requests never interleave;
-* the **harness loop** spawns the child from the driver's ``Launch``, feeds every stdout frame
-  through the driver's translator, and, when the child dies without being asked to, restarts
-  it under the restart policy (``exit`` → ``restarted`` → new child; too many → ``failed``);
-* the **timer** wakes for the earliest deadline: permission timeouts and stall detection;
-  plus the event log's flusher.
+* ``Emit``: append to the log (``os.write``; no fsync in the loop). Before an answer and at the
+  end of each batch the loop awaits the log's ``commit`` (an fsync in a worker thread, when the
+  durability setting asks for one) and only then wakes the subscription pumps, so every event a
+  client sees is in the file first, and appends are never reordered around a sync.
+* ``Write`` and ``CloseChild``: to the child generation they name, nowhere else.
+* ``Answer``: the caller's reply. ``SaveMeta``: ``meta.json``, in a worker thread.
 
-Every event goes through ``_emit``: it is appended to the log (gapless ``seq``) *before* the
-feed wakes the subscription pumps, so nothing a client sees can be lost. State is derived from
-the activity tracker (``running``/``waiting``/``idle``) unless a lifecycle state overrides it
-(``starting``, ``restarting``, ``closing``, ``closed``, ``failed``).
+Between messages the loop sleeps at most until the core's ``next_deadline`` and then feeds it a
+``Tick`` (permission timeouts, stall detection).
 
-Prompts: when no turn runs the prompt starts one; during a turn it is steered if the
-translator can, else held; held prompts (and everything after them, to keep order) are sent
-one per turn as turns end. Each prompt yields one ``user`` event when it reaches the harness.
-Held prompts that never get there are listed in an ``error`` event.
-
-Permissions: the policy answers what it can (``by: "policy"``); the rest wait for the first
-client decision, a timeout (``timeout``), or the end of the turn/child/session
-(``cancelled``). Every ``permission`` is followed by exactly one ``permission_decided``.
+**Lifetime.** ``run`` is the start function of a ``temporary`` child of the sessions supervisor.
+It reports ready once the first child generation was heard of, so a new session is already idle
+(or already restarting) when its creator hears of it. The loop and the child's supervisor run in
+a shielded scope: when the daemon stops the session (cancels ``run``), the loop is sent ``Stop``
+and the core closes the session as ``session.close`` would (closing, open permissions cancelled,
+the child's goodbye and close sequence, ``exit``, closed), all logged before ``run`` returns. If
+that takes longer than ``close_timeout`` plus a margin, the child is killed and the end is logged
+anyway (``Abandoned``). A bug inside the loop is logged as an ``error`` event before the session
+ends ``failed`` (``Abort``); a log that cannot take events ends it ``failed`` without more events
+(``StorageLost``). Either way the daemon and the other sessions go on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import logging
 import math
-import os
 import time
-from collections import deque
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, TypeVar
 
 import msgspec
 import trio
 
-from actors.harness import Driver, HarnessRequest, Launch, Output, Send
+from actors.harness import HarnessRequest
+from actors.session.child import KILL_MARGIN, Harness
+from actors.session.core import SessionCore
 from actors.session.eventlog import EventLog
 from actors.session.feed import Feed
 from actors.session.framelog import FrameLog
+from actors.session.messages import (
+    Abandoned,
+    Abort,
+    Answer,
+    CloseChild,
+    Emit,
+    Input,
+    Output,
+    Request,
+    SaveMeta,
+    Stop,
+    StorageLost,
+    Tick,
+    Write,
+)
 from actors.session.meta import SessionMeta, write_meta
-from actors.session.approvals import Approvals
-from actors.session.policy import Policy
-from actors.session.tracker import Tracker
-from protocol import events as ev
-from protocol.errors import (
-    ActorGone,
-    BadRequest,
-    CorralError,
-    LaunchFailed,
-    ProtocolError,
-    SessionClosed,
-    StorageFailed,
-)
-from protocol.events import Decision, Delivery, SessionState
-from protocol.messages import (
-    ClientRequest,
-    Empty,
-    PromptResult,
-    SessionClose,
-    SessionInterrupt,
-    SessionPermission,
-    SessionPrompt,
-    SessionSetModel,
-)
+from protocol.errors import ActorGone, SessionClosed, StorageFailed
+from protocol.events import Delivery, SessionState
+from protocol.messages import ClientRequest, Empty, SessionClose, SessionPrompt
 from protocol.models import SessionInfo
-from supervisor.tree.backoff import Backoff, GiveUp, RestartPolicy, RestartTracker
-from supervisor.tree.mailbox import Mailbox, Reply
 from supervisor.config import ChildrenConfig, SessionsConfig
-from supervisor.proc.child import ExitStatus, ProcessSpec, open_child
+from supervisor.proc.spec import redact
+from supervisor.tree.mailbox import Mailbox, Reply
 
-__all__ = ["Session", "SessionDeps", "run_session"]
+__all__ = ["Session", "SessionDeps"]
 
 log = logging.getLogger("corral.session")
 
-_LIFECYCLE: frozenset[str] = frozenset({"starting", "restarting", "closing", "closed", "failed"})
 _REQUEST_TIMEOUT = 30.0
+T = TypeVar("T")
+Offload = Callable[[Callable[[], T]], Awaitable[T]]
 
 
 class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
-    """What a session needs from the daemon: its driver, settings, ledger and directory."""
+    """What a session needs from the daemon: its driver, settings, ledger and directory.
+
+    ``offload`` runs blocking file work (``meta.json`` writes, the log's final close) away from
+    the trio thread, by default in a worker thread; tests run it inline to keep virtual time
+    exact. ``rng`` draws the restart backoff's jitter.
+    """
 
     driver: Any  # actors.harness.Driver; Any because Protocols are not msgspec types
     sessions: SessionsConfig
     children: ChildrenConfig
     ledger: Any  # supervisor.ledger.store.Ledger
     directory: Path
+    offload: Any = None
+    rng: Any = None
 
 
 class Session:
@@ -99,56 +105,47 @@ class Session:
 
     def __init__(self, meta: SessionMeta, request: HarnessRequest, deps: SessionDeps,
                  log: EventLog, frame_log: FrameLog | None = None) -> None:
-        self.meta = meta
-        self.request = request
         self.deps = deps
-        self.driver: Driver = deps.driver
         self.log = log
         self.feed = Feed(log)
-        self.approvals = Approvals(Policy(request.permissions), deps.sessions.permission_timeout)
-        self.tracker = Tracker(stall_threshold=deps.sessions.stall_threshold, now=trio.current_time())
-        self.lifecycle: str | None = "starting"
-        self.pid: int | None = None
-        self.restarts = meta.restarts
-        self.held: deque[str] = deque()
-        self.turn_started_at: float | None = None
+        self.core = SessionCore(meta, request, deps.driver, deps.sessions, now=trio.current_time())
         self.closed = trio.Event()
-        self._inbox: Mailbox[_Call] = Mailbox(deps.sessions.inbox_size, name=f"session {meta.id}")
-        self._child: Any = None
-        self._translator: Any = None
-        self._send_lock = trio.Lock()
-        self._wake = trio.Event()
-        self._closing = False
-        self._announced_state: str | None = None
-        self._first_spawn = trio.Event()
-        self.started = False
+        """Set once the session has ended and its log is closed."""
         self._frame_log = frame_log
+        self._offload: Offload[Any] = deps.offload or _in_thread
+        self._inbox: Mailbox[_Call | Input | _LogBroken] = Mailbox(
+            deps.sessions.inbox_size, name=f"session {meta.id}")
+        self._calls: dict[int, Reply[msgspec.Struct]] = {}
+        self._call_ids = itertools.count(1)
+        self._published = log.last_seq
+        self.harness = Harness(
+            driver=deps.driver, session_id=meta.id, harness=meta.harness, sessions=deps.sessions,
+            children=deps.children, ledger=deps.ledger, tell=self._inbox.send,
+            request=self.core.child_request, frame_log=frame_log)
 
     # --- the API the daemon calls --------------------------------------------------------
 
     @property
     def id(self) -> str:
-        return self.meta.id
+        return self.core.meta.id
+
+    @property
+    def meta(self) -> SessionMeta:
+        return self.core.meta
 
     @property
     def state(self) -> SessionState:
-        state = self.lifecycle or self.tracker.state
-        return state  # type: ignore[return-value]
+        return self.core.state
 
     def info(self) -> SessionInfo:
         """A snapshot for ``session.get``/``session.list``."""
-        return SessionInfo(
-            id=self.meta.id, name=self.meta.name, harness=self.meta.harness, cwd=self.meta.cwd,
-            model=self.meta.model, state=self.state, created_at=self.meta.created_at,
-            last_seq=self.log.last_seq, restarts=self.restarts, pid=self.pid,
-            vendor_session_id=self.meta.vendor_session_id,
-        )
+        return self.core.info(self.log.last_seq)
 
     async def call(self, request: ClientRequest, by: str) -> msgspec.Struct:
         """Serve a session request from connection ``by``; typed errors, never a hang."""
         timeout = _REQUEST_TIMEOUT
         if isinstance(request, SessionClose):
-            if self.state in ("closed", "failed"):
+            if self.core.finished:
                 return Empty()
             timeout = self.deps.sessions.close_timeout + _REQUEST_TIMEOUT
         try:
@@ -162,7 +159,7 @@ class Session:
         return result
 
     async def prompt(self, text: str, by: str) -> Delivery:
-        """Send a prompt (the registry's ``session.create {prompt}``)."""
+        """Send a prompt (``session.create {prompt}``)."""
         result = await self.call(SessionPrompt(id=0, session_id=self.id, text=text), by)
         return result.delivery  # type: ignore[attr-defined, no-any-return]
 
@@ -174,371 +171,152 @@ class Session:
     # --- the actor ------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run until closed or failed. Cancelling it kills the child (bounded) and marks it closed."""
+        """Run until closed or failed; cancelling it closes the session (see the module docstring)."""
+        body = trio.CancelScope(shield=True)
+        ended = trio.Event()
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.log.run_flusher)
-                nursery.start_soon(self._timer)
-                nursery.start_soon(self._harness_loop, nursery.cancel_scope)
-                # "Started" means the first child was spawned (or failed to), so a new session
-                # is already idle when its creator hears of it.
-                await self._first_spawn.wait()
-                task_status.started(self)
-                self.started = True
-                await self._inbox_loop(nursery.cancel_scope)
-        except* StorageFailed as group:
-            # The log cannot take events (a full disk): nothing more can be promised to clients,
-            # so the session ends here; its child is closed on the way out, the daemon goes on.
-            log.error("session %s stopped: %s", self.id, group.exceptions[0])
-            self.lifecycle = "failed"
-            self.meta = msgspec.structs.replace(self.meta, state="failed", closed_reason="storage_failed")
-            with contextlib.suppress(StorageFailed):
-                write_meta(self.deps.directory, self.meta)
+                try:
+                    await nursery.start(self._body, body, ended)
+                    task_status.started(self)
+                    await ended.wait()
+                finally:
+                    if not ended.is_set():  # cancelled: the daemon stops this session
+                        with trio.CancelScope(shield=True):
+                            await self._stop(ended)
+                            body.cancel()
         finally:
             with trio.CancelScope(shield=True):
-                with contextlib.suppress(StorageFailed):
-                    self._finish_if_cancelled()
-                    self.log.sync()
-                self._inbox.close()
-                if self._frame_log is not None:
-                    self._frame_log.close()
-                self.closed.set()
+                await self._wind_up()
 
-    async def _inbox_loop(self, scope: trio.CancelScope) -> None:
-        async with self._inbox:
-            async for call in self._inbox:
-                try:
-                    call.reply.send(await self._handle(call.request, call.by))
-                except StorageFailed as exc:
-                    call.reply.fail(exc)
-                    raise  # the log cannot take events: the session ends (see run)
-                except CorralError as exc:
-                    call.reply.fail(exc)
-                if self.state in ("closed", "failed"):
-                    break
-        scope.cancel()
-
-    async def _handle(self, request: ClientRequest, by: str) -> msgspec.Struct:
-        if self.state in ("closed", "failed") or self._closing:
-            raise SessionClosed(f"session {self.id} is {self.state}")
-        match request:
-            case SessionPrompt(text=text):
-                return PromptResult(delivery=await self._prompt(text))
-            case SessionInterrupt():
-                await self._interrupt()
-            case SessionPermission(permission_id=pid, decision=decision):
-                await self._decide(pid, decision, by)
-            case SessionSetModel(model=model):
-                await self._set_model(model)
-            case SessionClose():
-                await self._close()
-            case _:
-                raise BadRequest(f"{type(request).__name__} is not a session request")
-        return Empty()
-
-    async def _prompt(self, text: str) -> Delivery:
-        ready = self._child is not None and self._translator is not None and self._translator.ready
-        if ready and not self.held and self.lifecycle is None and not self.tracker.turn_running \
-                and not self.approvals:
-            await self._start_turn(text, "prompted")
-            return "prompted"
-        if ready and not self.held and self.lifecycle is None:
-            frames = self._translator.steer(text, self._now())
-            if frames is not None:
-                self._emit(ev.User(text=text, delivery="steered"))
-                await self._handle_outputs(frames)
-                return "steered"
-        self.held.append(text)
-        return "held"
-
-    async def _start_turn(self, text: str, delivery: Delivery) -> None:
-        self.tracker.turn_started(trio.current_time())
-        self._wake_timer()
-        self.turn_started_at = trio.current_time()
-        self._emit(ev.User(text=text, delivery=delivery))
-        await self._handle_outputs(self._translator.prompt(text, self._now()))
-
-    async def _release_held(self) -> None:
-        """Send the next held prompt if the harness is free (called when a turn ends or a child is ready)."""
-        if (self.held and self._child is not None and self._translator is not None
-                and self._translator.ready and self.lifecycle is None
-                and not self.tracker.turn_running and not self.approvals):
-            await self._start_turn(self.held.popleft(), "held")
-
-    async def _interrupt(self) -> None:
-        self._cancel_permissions()
-        if self._child is not None and self._translator is not None and self.tracker.turn_running:
-            await self._handle_outputs(self._translator.interrupt(self._now()))
-
-    async def _decide(self, permission_id: str, decision: Decision, by: str) -> None:
-        self.approvals.check(permission_id, decision)
-        await self._answer(permission_id, decision, by)
-
-    async def _answer(self, permission_id: str, decision: Literal["allow", "deny", "allow_always", "timeout"], by: str) -> None:
-        self.approvals.settle(permission_id)
-        self._emit(ev.PermissionDecided(permission_id=permission_id, decision=decision, by=by))
-        if self._translator is not None and self._child is not None:
-            wire: Decision = "deny" if decision == "timeout" else decision
-            await self._handle_outputs(self._translator.decide(permission_id, wire, self._now()))
-
-    async def _set_model(self, model: str) -> None:
-        if self._translator is not None and self._child is not None:
-            await self._handle_outputs(self._translator.set_model(model, self._now()))
-        self.request = msgspec.structs.replace(self.request, model=model)
-        self._save_meta(model=model)
-
-    async def _close(self) -> None:
-        self._closing = True
-        self._set_lifecycle("closing")
-        self._cancel_permissions()
-        child, translator = self._child, self._translator
-        status: ExitStatus | None = None
-        if child is not None:
-            # The child's own close sequence is bounded by close_timeout; the margin covers the
-            # SIGKILL at its end and the reap, so the exit status is known when we report it.
-            with trio.move_on_after(self.deps.sessions.close_timeout + 5):
-                goodbye = translator.goodbye(self._now()) if translator is not None else []
-                status = await child.close(goodbye=_goodbye(goodbye))
-        self.pid = None  # a closed session reports no child, before and after it leaves ``live``
-        self._report_lost_prompts("the session was closed")
-        self._emit(ev.Exit(exit_code=status.exit_code if status else None,
-                           signal=status.signal if status else None, reason="closed"))
-        self._set_lifecycle("closed")
-        self._save_meta(closed_reason="closed")
-
-    # --- the harness child ----------------------------------------------------------------
-
-    async def _harness_loop(self, scope: trio.CancelScope) -> None:
-        sessions = self.deps.sessions
-        restarts = RestartTracker(RestartPolicy(
-            intensity=sessions.restart_intensity, period=sessions.restart_period,
-            backoff=Backoff(initial=sessions.backoff_initial, factor=sessions.backoff_factor,
-                            max=sessions.backoff_max, jitter=sessions.backoff_jitter),
-        ))
-        while not self._closing:
-            status, reason = await self._run_child()
-            if self._closing_requested():
-                return
-            self._child_gone()
-            self._emit(ev.Exit(exit_code=status.exit_code if status else None,
-                               signal=status.signal if status else None, reason="crashed"))
-            decision = restarts.next(trio.current_time())
-            if isinstance(decision, GiveUp):
-                self._fail(f"the harness crashed more than {sessions.restart_intensity} times "
-                           f"in {sessions.restart_period:g} s (last: {reason})")
-                self._wake_inbox()
-                return
-            self._set_lifecycle("restarting")
-            await trio.sleep(decision.delay)
-            if self._closing_requested():
-                return
-            self.restarts += 1
-            self._save_meta(restarts=self.restarts)
-            self._emit(ev.Restarted(attempt=self.restarts, reason=reason))
-
-    async def _run_child(self) -> tuple[ExitStatus | None, str]:
-        """Run one child to its end; returns its exit status and a reason for a restart."""
-        request = msgspec.structs.replace(self.request, resume=self.meta.vendor_session_id or self.request.resume)
-        translator = self.driver.translator(request)
+    async def _body(self, scope: trio.CancelScope, ended: trio.Event, *,
+                    task_status: trio.TaskStatus[None]) -> None:
         try:
-            launch = self.driver.launch(request)
-            spec = self._process_spec(launch)
-            async with open_child(spec, ledger=self.deps.ledger) as child:
-                self._child, self._translator, self.pid = child, translator, child.pid
-                self.tracker.reset(trio.current_time())
-                self._set_lifecycle(None if translator.ready else "starting")
-                await self._handle_outputs(translator.start(self._now()))
-                self._first_spawn.set()
-                await self._release_held()
-                try:
-                    async for frame in child.frames():
-                        await self._on_frame(frame)
-                except (ProtocolError, CorralError) as exc:
-                    self._emit(ev.Error(error_class="protocol", code=str(exc.code), message=exc.message))
-                    await child.close()
-                    return await child.wait(), exc.message
-                status: ExitStatus = await child.wait()
-                return status, _describe(status)
-        except LaunchFailed as exc:
-            self._emit(ev.Error(error_class="launch", code=str(exc.code), message=exc.message))
-            return None, exc.message
+            with scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._flush)
+                    nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
+                    await self._loop(task_status)
+                    nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
         finally:
-            self._first_spawn.set()
+            ended.set()
 
-    def _process_spec(self, launch: Launch) -> ProcessSpec:
-        for name, content in launch.files.items():
-            path = Path(name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write(content)
-        return ProcessSpec(
-            key=f"session:{self.id}:{self.restarts}", kind=f"harness:{self.meta.harness}", argv=launch.argv,
-            cwd=launch.cwd, env=launch.env, shutdown=self.deps.sessions.close_timeout,
-            frame_limit=self.deps.children.frame_limit, framing=launch.framing,
-            stderr_lines=self.deps.children.stderr_lines,
-            secrets=frozenset(self.request.env.values()),
-        )
-
-    async def _on_frame(self, frame: bytes) -> None:
-        if self._frame_log is not None:
-            self._frame_log.record("in", frame, self.pid)
-        try:
-            outputs = self._translator.receive(frame, self._now())
-        except ProtocolError as exc:
-            self._emit(ev.Error(error_class="protocol", code=str(exc.code), message=exc.message))
-            return
-        was_ready = self.lifecycle == "starting" and self._translator.ready
-        await self._handle_outputs(outputs)
-        if was_ready:
-            self._set_lifecycle(None)
-            await self._release_held()
-
-    async def _handle_outputs(self, outputs: list[Output]) -> None:
-        for out in outputs:
-            if isinstance(out, Send):
-                await self._write(out.data)
-            else:
-                await self._on_event(out)
-
-    async def _write(self, data: bytes) -> None:
-        child = self._child
-        if child is None:
-            return
-        if self._frame_log is not None:
-            self._frame_log.record("out", data.rstrip(b"\n"), self.pid)
-        async with self._send_lock:
+    async def _loop(self, task_status: trio.TaskStatus[None]) -> None:
+        started = False
+        async with self._inbox:  # closed on the way out: every request still waiting gets ActorGone
             try:
-                await child.send(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, CorralError):
-                pass  # the child is gone; the harness loop sees its exit
+                while not self.core.finished:
+                    msg: _Call | Input | _LogBroken | None = None
+                    deadline = self.core.next_deadline()
+                    with trio.move_on_at(math.inf if deadline is None else deadline):
+                        msg = await self._inbox.receive()
+                    await self._take(msg)
+                    if not started and self.core.settled:
+                        task_status.started()
+                        started = True
+            except StorageFailed as exc:
+                await self._storage_lost(exc)
+            except Exception as exc:
+                await self._abort(exc)
+            finally:
+                if not started:
+                    task_status.started()
+                self._fail_calls(SessionClosed(f"session {self.id} is {self.state}"))
 
-    async def _on_event(self, event: ev.Event) -> None:
-        match event:
-            case ev.Permission(permission_id=pid):
-                self._emit(event)
-                decision = self.approvals.open(event, trio.current_time())
-                if decision is not None:
-                    await self._answer(pid, decision, "policy")
-                else:
-                    self._wake_timer()
-            case ev.Result():
-                if event.duration_ms is None and self.turn_started_at is not None:
-                    event = msgspec.structs.replace(
-                        event, duration_ms=round((trio.current_time() - self.turn_started_at) * 1000))
-                self._cancel_permissions()
-                self._emit(event)
-                self.turn_started_at = None
-                await self._release_held()
-            case ev.PermissionDecided(permission_id=pid):
-                # The harness withdrew an open request itself: reported once; repeats and
-                # requests the session already decided are dropped.
-                if self.approvals.settle(pid):
-                    self._emit(event)
-            case ev.Init(vendor_session_id=vid, model=model):
-                self._emit(event)
-                changes: dict[str, Any] = {}
-                if vid and vid != self.meta.vendor_session_id:
-                    changes["vendor_session_id"] = vid
-                if model and self.meta.model is None:
-                    changes["model"] = model  # the harness's default, as it reported it
-                if changes:
-                    self._save_meta(**changes)
-            case _:
-                self._emit(event)
+    async def _take(self, msg: _Call | Input | _LogBroken | None) -> None:
+        if isinstance(msg, _LogBroken):
+            raise msg.error
+        if isinstance(msg, _Call):
+            call = next(self._call_ids)
+            self._calls[call] = msg.reply
+            msg = Request(call=call, request=msg.request, by=msg.by)
+        await self._perform(self.core.receive(Tick() if msg is None else msg, trio.current_time()))
 
-    # --- events, state, meta --------------------------------------------------------------
+    async def _perform(self, outputs: list[Output]) -> None:
+        for out in outputs:
+            match out:
+                case Emit(event=event):
+                    self.log.append(event, now=time.time())
+                case Write(gen=gen, data=data):
+                    await self.harness.write(gen, data)
+                case CloseChild(gen=gen, goodbye=goodbye):
+                    self.harness.close(gen, goodbye)
+                case Answer(call=call, result=result, error=error):
+                    await self._publish()
+                    reply = self._calls.pop(call, None)
+                    if reply is not None and error is not None:
+                        reply.fail(error)
+                    elif reply is not None:
+                        reply.send(result or Empty())
+                case SaveMeta(meta=meta):
+                    await self._offload(functools.partial(write_meta, self.deps.directory, meta))
+        await self._publish()
 
-    def _emit(self, event: ev.Event) -> None:
-        """Append ``event`` to the log, fold it into the tracker, then wake the subscribers."""
-        self.log.append(event, now=time.time())
-        self.tracker.observe(event, trio.current_time())
-        self.feed.appended()
-        self._announce_state()
-        self._wake_timer()  # the stall deadline moves with every event
-
-    def _announce_state(self) -> None:
-        state = self.state
-        if state != self._announced_state:
-            self._announced_state = state
-            self.log.append(ev.Status(state=state, stalled=self.tracker.stalled), now=time.time())
+    async def _publish(self) -> None:
+        """Make appended events durable as the durability setting asks, then wake the pumps."""
+        await self.log.commit()
+        if self.log.last_seq != self._published:
+            self._published = self.log.last_seq
             self.feed.appended()
 
-    def _set_lifecycle(self, lifecycle: str | None) -> None:
-        self.lifecycle = lifecycle
-        self._announce_state()
-        self._wake_timer()
+    async def _flush(self) -> None:
+        try:
+            await self.log.run_flusher()
+        except StorageFailed as exc:
+            with contextlib.suppress(ActorGone):
+                await self._inbox.send(_LogBroken(exc))
 
-    def _save_meta(self, **changes: Any) -> None:
-        self.meta = msgspec.structs.replace(self.meta, state=self.state, **changes)
-        write_meta(self.deps.directory, self.meta)
+    async def _stop(self, ended: trio.Event) -> None:
+        with trio.move_on_after(self.deps.sessions.close_timeout + KILL_MARGIN):
+            with contextlib.suppress(ActorGone):
+                await self._inbox.send(Stop())
+            await ended.wait()
 
-    def _child_gone(self) -> None:
-        self._child = self._translator = None
-        self.pid = None
-        self._cancel_permissions()
-        self.tracker.reset(trio.current_time())
-        self.turn_started_at = None
+    # --- endings --------------------------------------------------------------------------
 
-    def _cancel_permissions(self) -> None:
-        for pid in self.approvals.open_ids():
-            self.approvals.settle(pid)
-            self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"))
+    async def _abort(self, exc: Exception) -> None:
+        """A bug: log it, and record it as an ``error`` event before the session ends failed."""
+        log.exception("session %s failed", self.id)
+        text = redact(f"{type(exc).__name__}: {exc}", frozenset(self.core.request.env.values()))
+        try:
+            await self._perform(self.core.receive(
+                Abort(code="internal", message=f"the session failed: {text}"), trio.current_time()))
+        except Exception:
+            log.exception("session %s could not record its failure", self.id)
+            await self._storage_lost(StorageFailed("the session could not record its failure"))
 
-    def _report_lost_prompts(self, why: str) -> None:
-        if self.held:
-            lost = list(self.held)
-            self.held.clear()
-            self._emit(ev.Error(error_class="unknown", code="prompts_not_delivered",
-                                message=f"{why}; {len(lost)} held prompt(s) never reached the "
-                                        f"harness: {lost!r}"))
+    async def _storage_lost(self, exc: StorageFailed) -> None:
+        """The log takes no more events: the session ends failed; the daemon goes on."""
+        log.error("session %s stopped: %s", self.id, exc)
+        self._fail_calls(exc)
+        for out in self.core.receive(StorageLost(message=exc.message), trio.current_time()):
+            if isinstance(out, SaveMeta):
+                with contextlib.suppress(StorageFailed):
+                    await self._offload(functools.partial(write_meta, self.deps.directory, out.meta))
 
-    def _fail(self, message: str) -> None:
-        self._emit(ev.Error(error_class="launch", code="restart_intensity", message=message))
-        self._report_lost_prompts("the session failed")
-        self._set_lifecycle("failed")
-        self._save_meta(closed_reason="failed")
-
-    def _finish_if_cancelled(self) -> None:
-        """The actor was cancelled from outside (daemon shutdown): leave a closed, consistent log."""
-        if self.state in ("closed", "failed"):
-            return
-        self._cancel_permissions()
-        self._report_lost_prompts("the daemon stopped")
-        self._emit(ev.Exit(reason="closed"))
-        self._set_lifecycle("closed")
-        self._save_meta(closed_reason="daemon_stopped")
-
-    # --- timers ---------------------------------------------------------------------------
-
-    async def _timer(self) -> None:
-        while True:
-            deadlines = [d for d in (self.approvals.next_deadline(),) if d is not None]
-            stall = self.tracker.stall_deadline()
-            if stall is not None and not self.tracker.stalled:
-                deadlines.append(stall)
-            wake = self._wake = trio.Event()
-            with trio.move_on_at(min(deadlines, default=math.inf)):
-                await wake.wait()
-            now = trio.current_time()
-            for pid in self.approvals.expired(now):
-                await self._answer(pid, "timeout", "session")
-            changed = self.tracker.check_stall(now)
-            if changed is not None:
-                self._emit(ev.Status(state=self.state, stalled=changed))
-
-    def _wake_timer(self) -> None:
-        self._wake.set()
-
-    def _closing_requested(self) -> bool:
-        return self._closing
-
-    def _wake_inbox(self) -> None:
+    async def _wind_up(self) -> None:
+        """After the loop: log the end if it was not (a stop that overran), release everything."""
+        if not self.core.finished:
+            try:
+                await self._perform(self.core.receive(Abandoned(), trio.current_time()))
+            except StorageFailed as exc:
+                await self._storage_lost(exc)
+            except Exception:
+                log.exception("session %s could not record its end", self.id)
+        self._fail_calls(SessionClosed(f"session {self.id} is {self.state}"))
         self._inbox.close()
+        if self._frame_log is not None:
+            self._frame_log.close()
+        try:
+            await self._offload(self.log.close)
+        except StorageFailed as exc:
+            log.error("session %s: %s", self.id, exc)
+        self.closed.set()
 
-    @staticmethod
-    def _now() -> float:
-        return trio.current_time()
+    def _fail_calls(self, error: Exception) -> None:
+        for reply in self._calls.values():
+            reply.fail(error)
+        self._calls.clear()
 
 
 class _Call(msgspec.Struct, frozen=True):
@@ -549,24 +327,11 @@ class _Call(msgspec.Struct, frozen=True):
     reply: Reply[msgspec.Struct]
 
 
-def _goodbye(frames: list[Output]) -> Any:
-    if not frames:
-        return None
+class _LogBroken(msgspec.Struct, frozen=True):
+    """The log's flusher failed: the loop raises ``error`` (and the session ends failed)."""
 
-    async def send(child: Any) -> None:
-        for out in frames:
-            if isinstance(out, Send):
-                await child.send(out.data)
-
-    return send
+    error: StorageFailed
 
 
-def _describe(status: ExitStatus) -> str:
-    if status.signal:
-        return f"killed by {status.signal}"
-    return f"exited with status {status.exit_code}"
-
-
-async def run_session(session: Session, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
-    """Start-function shape for a supervisor child spec."""
-    await session.run(task_status=task_status)
+async def _in_thread(call: Callable[[], T]) -> T:
+    return await trio.to_thread.run_sync(call)

@@ -9,13 +9,16 @@ user-space buffer), looping on short writes. Only when the whole line is in the 
 bytes on disk: the same ``seq`` carries the same bytes before and after a restart. A failed
 write is truncated back and consumes no ``seq``.
 
-**Durability.** ``event`` fsyncs every line before ``append`` returns. ``turn`` (the default)
-fsyncs at once after ``result``, ``permission`` and ``exit`` (the moments a client acts on), and
-otherwise marks the log dirty and wakes ``run_flusher``, which fsyncs in a worker thread no later
-than ``fsync_interval`` after the first dirty write. ``none`` never fsyncs (not even at close).
-A failed fsync (or a failed truncate of a partial line) leaves the log *broken*: the kernel may
-have dropped the dirty pages, so nothing more is appended and ``StorageFailed`` is raised from
-then on.
+**Durability.** ``append`` never fsyncs: fsync blocks, and the writer is the session's trio
+thread. With ``event`` every line, and with ``turn`` (the default) a ``result``, ``permission``
+or ``exit`` (the moments a client acts on), makes a sync *due*: the writer then awaits
+``commit()``, which fsyncs in a worker thread, before it tells anyone of the new events. The
+writer awaits it, so appends are never reordered around a sync. Other ``turn`` lines wake
+``run_flusher``, which fsyncs in a worker thread no later than ``fsync_interval`` after the
+first dirty write. ``none`` never fsyncs (not even at close). A failed fsync (or a failed
+truncate of a partial line) leaves the log *broken*: the kernel may have dropped the dirty
+pages, so nothing more is appended and ``StorageFailed`` is raised from then on; the lines
+already written stay (a reader may have seen them), so no ``seq`` is ever reused.
 
 **Load.** ``open`` scans an existing file line by line (streamed) and checks that every line
 decodes as an ``EventFrame`` of this session with ``seq == previous + 1``. A trailing run of
@@ -104,8 +107,8 @@ class EventLog:
         """Open (creating it, mode 0600, in a 0700 directory) and check ``directory/events.jsonl``.
 
         ``write`` and ``fsync`` replace ``os.write``/``os.fsync`` on the log's data, for fault
-        injection; ``offload`` replaces the flusher's worker thread (tests run it inline to keep
-        virtual time exact). Raises ``StorageFailed`` when the file cannot be opened or is corrupt.
+        injection; ``offload`` replaces the worker thread of ``commit`` and the flusher (tests run
+        it inline to keep virtual time exact). Raises ``StorageFailed`` when the file cannot be opened or is corrupt.
         """
         if durability not in ("turn", "event", "none"):
             raise ValueError(f"unknown durability {durability!r}")
@@ -172,6 +175,7 @@ class EventLog:
         self._tail = found.tail
         self._fsyncs = 0
         self._dirty = False
+        self._sync_due = False
         self._broken: OSError | None = None
         self._wake = trio.Event()
 
@@ -189,8 +193,8 @@ class EventLog:
         """Write ``event`` as the next frame (``now`` is wall-clock epoch seconds) and return it.
 
         The bytes returned are the frame exactly as written, without the newline: send them as
-        they are. Raises ``StorageFailed`` when the write (or, per durability, the fsync) fails;
-        the seq is then not consumed. Raises ``trio.ClosedResourceError`` after ``close``.
+        they are, after ``commit()``. Raises ``StorageFailed`` when the write fails; the seq is
+        then not consumed. Raises ``trio.ClosedResourceError`` after ``close``.
         """
         if self._fd < 0:
             raise trio.ClosedResourceError("the event log is closed")
@@ -206,19 +210,12 @@ class EventLog:
         except OSError as exc:
             self._roll_back(start)
             raise failed(f"cannot append to {self._path}", self._path, exc) from exc
+        self._dirty = True
         if self._durability == "event" or (
             self._durability == "turn" and isinstance(event, _TURN_BOUNDARIES)
         ):
-            try:
-                self._fsync(self._fd)
-            except OSError as exc:
-                self._broken = exc
-                self._roll_back(start)
-                raise failed(f"cannot fsync {self._path}", self._path, exc) from exc
-            self._fsyncs += 1
-            self._dirty = False
+            self._sync_due = True
         else:
-            self._dirty = True
             self._wake.set()
         self._last_seq = seq
         self._size = start + len(line)
@@ -226,6 +223,26 @@ class EventLog:
             self._index.append(start)
         self._tail.append(data)
         return frame, data
+
+    async def commit(self) -> None:
+        """Fsync in a worker thread if an append made a sync due (see the module docstring).
+
+        Raises ``StorageFailed`` if the fsync fails (the log is then broken). Cancellation
+        abandons the fsync (it finishes on a duplicate descriptor) and leaves the sync due.
+        """
+        if not self._sync_due:
+            return
+        self._sync_due = False
+        try:
+            await self._sync_in_thread()
+        except BaseException:
+            self._sync_due = self._broken is None
+            raise
+
+    @property
+    def sync_due(self) -> bool:
+        """Whether an append since the last ``commit`` must be fsynced before it is shown."""
+        return self._sync_due
 
     def read_from(self, from_seq: int) -> Iterator[bytes]:
         """Encoded frames with ``seq >= max(from_seq, 1)`` up to the current ``last_seq``, in order.
@@ -282,6 +299,7 @@ class EventLog:
             raise failed(f"cannot fsync {self._path}", self._path, exc) from exc
         self._fsyncs += 1
         self._dirty = False
+        self._sync_due = False
 
     def close(self) -> None:
         """Sync pending writes and close the file; idempotent. ``read_from`` keeps working."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import math
+import threading
 import os
 import stat
 from collections.abc import Callable
@@ -296,15 +297,17 @@ def test_write_making_no_progress_is_a_failure(tmp_path: Path) -> None:
     log.close()
 
 
-def test_fsync_failure_rolls_back_and_breaks_the_log(tmp_path: Path) -> None:
+async def test_a_failed_commit_breaks_the_log_and_keeps_what_was_written(tmp_path: Path) -> None:
     def fsync(fd: int) -> None:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    log, _ = open_log(tmp_path, durability="event", fsync=fsync)
+    log, _ = open_log(tmp_path, durability="event", fsync=fsync, offload=inline)
+    _, data = log.append(User(text="x"), now=T0)
     with pytest.raises(StorageFailed, match="cannot fsync"):
-        log.append(User(text="x"), now=T0)
-    assert log.last_seq == 0
-    assert (tmp_path / "events.jsonl").stat().st_size == 0
+        await log.commit()
+    # A reader may have seen seq 1 already: it stays, and no seq is ever handed out twice.
+    assert log.last_seq == 1
+    assert (tmp_path / "events.jsonl").read_bytes() == data + b"\n"
     with pytest.raises(StorageFailed, match="unusable after an earlier failure"):
         log.append(User(text="y"), now=T0)
     log.close()
@@ -313,16 +316,28 @@ def test_fsync_failure_rolls_back_and_breaks_the_log(tmp_path: Path) -> None:
 # --- durability --------------------------------------------------------------------------
 
 
-def test_event_durability_fsyncs_every_append(tmp_path: Path) -> None:
+async def test_event_durability_fsyncs_every_append_at_its_commit(tmp_path: Path) -> None:
     calls: list[int] = []
-    log, _ = open_log(tmp_path, durability="event", fsync=calls.append)
+    log, _ = open_log(tmp_path, durability="event", fsync=calls.append, offload=inline)
     for i, event in enumerate(events(5)):
         log.append(event, now=T0)
+        assert len(calls) == i and log.sync_due  # append itself never blocks on an fsync
+        await log.commit()
         assert len(calls) == i + 1
-        assert not log.statistics().dirty
+        assert not log.statistics().dirty and not log.sync_due
+    await log.commit()  # nothing due: no fsync
     log.close()
     assert len(calls) == 5
     assert log.statistics().fsyncs == 5
+
+
+async def test_commit_fsyncs_off_the_trio_thread(tmp_path: Path) -> None:
+    threads: list[int] = []
+    log, _ = open_log(tmp_path, durability="event", fsync=lambda fd: threads.append(threading.get_ident()))
+    log.append(User(text="x"), now=T0)
+    await log.commit()
+    assert threads and threading.get_ident() not in threads
+    log.close()
 
 
 async def test_none_durability_never_fsyncs(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
@@ -343,12 +358,15 @@ async def test_none_durability_never_fsyncs(tmp_path: Path, autojump_clock: trio
 @pytest.mark.parametrize(
     "boundary", [Result(), Permission(permission_id="p", tool="bash"), Exit(exit_code=0)], ids=lambda e: type(e).__name__
 )
-def test_turn_durability_fsyncs_at_once_at_turn_boundaries(tmp_path: Path, boundary: Event) -> None:
+async def test_turn_durability_fsyncs_at_the_commit_after_a_turn_boundary(tmp_path: Path, boundary: Event) -> None:
     calls: list[int] = []
-    log, _ = open_log(tmp_path, fsync=calls.append)
+    log, _ = open_log(tmp_path, fsync=calls.append, offload=inline)
     log.append(Assistant(text="a"), now=T0)
+    await log.commit()
     assert calls == [] and log.statistics().dirty
     log.append(boundary, now=T0)
+    assert calls == [] and log.sync_due
+    await log.commit()
     assert len(calls) == 1
     assert not log.statistics().dirty
     log.close()
@@ -373,10 +391,11 @@ async def test_turn_durability_flushes_within_the_interval(
         log.append(Assistant(text="c"), now=T0)
         assert await fsync.next() == pytest.approx(0.4)
 
-        # A turn boundary fsyncs at once; the flusher then has nothing left to do.
+        # A turn boundary's commit fsyncs at once; the flusher then has nothing left to do.
         await trio.sleep(0.1)
         log.append(Assistant(text="d"), now=T0)
         log.append(Result(stop_reason="end_turn"), now=T0)
+        await log.commit()
         assert await fsync.next() == pytest.approx(0.5)
         await trio.sleep(1)
         assert fsync.times == pytest.approx([0.1, 0.4, 0.5])

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import trio
 
-from actors.session import registry as registry_module
+from actors.session import sessions as sessions_module
 from actors.session.eventlog import EventLog
-from actors.session.registry import Sessions
+from actors.session.sessions import SessionTable
 from protocol.errors import SessionClosed, StorageFailed
 from protocol.events import Result
 from protocol.messages import SessionCreate
@@ -38,11 +38,11 @@ async def test_a_full_disk_ends_one_session_and_spares_the_others(
         return real_open(directory, session_id, **kwargs)
 
     first_id: list[str] = [""]
-    monkeypatch.setattr(registry_module.secrets, "token_hex", functools.partial(_ids, iter(["a" * 12, "b" * 12])))
+    monkeypatch.setattr(sessions_module.secrets, "token_hex", functools.partial(_ids, iter(["a" * 12, "b" * 12])))
     first_id[0] = "s-" + "a" * 12
-    monkeypatch.setattr(registry_module.EventLog, "open", staticmethod(open_log))
+    monkeypatch.setattr(sessions_module.EventLog, "open", staticmethod(open_log))
     config = Config()
-    sessions = Sessions(tmp_path / "state", config, Ledger(tmp_path / "state"), drivers(config))
+    sessions = SessionTable(tmp_path / "state", config, Ledger(tmp_path / "state"), drivers(config))
     sessions.boot()
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:

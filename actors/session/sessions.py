@@ -1,13 +1,15 @@
-"""The session supervisor: creates, finds, lists and stops sessions; revives the dead on boot.
+"""The daemon's sessions: creates, finds, lists and stops them; closes the dead on boot.
 
-Sessions are ``temporary`` children of this supervisor: a session restarts its own harness
-child, and a session that ends stays ended (readable, subscribable, never restarted). Sessions
-left running by a crashed daemon are closed on boot with ``exit {reason: daemon_restarted}``
-and a ``cancelled`` decision for every permission they left open.
+Live sessions are ``temporary`` children of a ``simple_one_for_one`` supervisor (``run``): a
+session restarts its own harness child, and a session that ends stays ended (readable,
+subscribable, never restarted). At shutdown the supervisor stops them all at once, each closing
+itself. Sessions left running by a crashed daemon are closed on boot with ``exit {reason:
+daemon_restarted}`` and a ``cancelled`` decision for every permission they left open.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -21,16 +23,21 @@ import trio
 
 from actors.harness import Driver, HarnessRequest
 from actors.session.actor import Session, SessionDeps
+from actors.session.child import KILL_MARGIN
 from actors.session.eventlog import EventLog
 from actors.session.feed import Feed
-from actors.session.framelog import FrameLog
+from actors.session.framelog import open_frame_log
 from actors.session.meta import SessionMeta, list_sessions, meta_from_create, write_meta
+from actors.session.validate import check_create
 from protocol import events as ev
 from protocol.base import format_ts
-from protocol.errors import BadRequest, HarnessUnavailable, StorageFailed, SessionClosed, UnknownSession
+from protocol.errors import ActorGone, HarnessUnavailable, SessionClosed, StorageFailed, UnknownSession
 from protocol.messages import SessionCreate
 from protocol.models import Detection, Permissions, SessionInfo
 from supervisor.config import Config, harness_defaults
+from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
+
+__all__ = ["ClosedSession", "SessionTable"]
 
 log = logging.getLogger("corral.sessions")
 _DETECTION_TTL = 30.0
@@ -52,33 +59,33 @@ class ClosedSession:
         return _info(self.meta, self.log.last_seq, None)
 
 
-class Sessions:
-    """Every session of the daemon, live or ended."""
+class SessionTable:
+    """Every session of the daemon, live (children of the sessions supervisor) or ended."""
 
     def __init__(self, state_dir: Path, config: Config, ledger: Any, drivers: dict[str, Driver]) -> None:
+        self.state_dir = state_dir
         self.root = state_dir / "sessions"
         self.config = config
         self.ledger = ledger
         self.drivers = drivers
         self.live: dict[str, Session] = {}
         self.ended: dict[str, ClosedSession] = {}
-        self._nursery: trio.Nursery | None = None
+        self.supervisor: Supervisor | None = None
         self._detections: dict[str, tuple[float, Detection]] = {}
 
-    async def run(self, *, task_status: trio.TaskStatus[Sessions] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own every session actor. Cancelling this closes every session gracefully, all at
-        once, within the daemon's shutdown timeout; whatever is left is then cancelled (each
-        session still kills its child within its close timeout)."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started(self)
-            try:
-                await trio.sleep_forever()
-            finally:
-                self._nursery = None
-                with trio.CancelScope(shield=True), \
-                        trio.move_on_after(self.config.daemon.shutdown_timeout):
-                    await self.close_all()
+    async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
+        """The root's ``sessions`` child: a ``simple_one_for_one`` supervisor of session actors.
+
+        Ready with the supervisor's handle. Cancelling it stops every session at once, each
+        closing itself as ``session.close`` would (see ``Session.run``) within its shutdown grace.
+        """
+        spec = SupervisorSpec(strategy=Strategy.SIMPLE_ONE_FOR_ONE, intensity=0, period=1.0)
+        try:
+            async with trio.open_nursery() as nursery:
+                self.supervisor = await nursery.start(functools.partial(supervise, spec, name="sessions"))
+                task_status.started(self.supervisor)
+        finally:
+            self.supervisor = None
 
     def boot(self) -> list[str]:
         """Load every session on disk; close those a crashed daemon left open. Returns their ids."""
@@ -109,17 +116,17 @@ class Sessions:
     async def create(self, request: SessionCreate) -> SessionInfo:
         """Start a session; answers once it exists, even if its first child dies at once.
 
-        Everything that can be refused (harness, cwd, options, log path, a missing binary) is
-        checked before anything is written, so a refused request leaves nothing behind.
+        Everything that can be refused (harness, cwd, model, env, options, log path, a missing
+        binary) is checked before anything is written, so a refused request leaves nothing behind.
         """
-        if self._nursery is None:
+        supervisor = self.supervisor
+        if supervisor is None:
             raise SessionClosed("the daemon is shutting down")
         driver = self.drivers.get(request.harness)
         if driver is None:
             raise HarnessUnavailable(
                 f"unknown harness {request.harness!r}; known: {', '.join(sorted(self.drivers))}")
-        if not Path(request.cwd).is_dir():
-            raise BadRequest(f"cwd {request.cwd!r} is not a directory")
+        check_create(request)
         session_id = f"s-{secrets.token_hex(6)}"
         directory = self.root / session_id
         default_options, default_env = harness_defaults(self.config, request.harness)
@@ -134,19 +141,34 @@ class Sessions:
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
-        frame_log = _frame_log(options)
-        directory.mkdir(mode=0o700)
-        (directory / "harness").mkdir(mode=0o700)
-        meta = meta_from_create(session_id, request, created_at=format_ts(time.time()))
-        write_meta(directory, meta)
+        frame_log = open_frame_log(options.get("log_path"), cwd=request.cwd, state_dir=self.state_dir,
+                                   session_dir=directory)
         sessions = self.config.sessions
-        event_log, _ = EventLog.open(directory, session_id, durability=sessions.durability,
-                                     memory_tail=sessions.memory_tail,
-                                     fsync_interval=sessions.fsync_interval)
-        deps = SessionDeps(driver=driver, sessions=self.config.sessions,
-                           children=self.config.children, ledger=self.ledger, directory=directory)
+        try:
+            directory.mkdir(mode=0o700)
+            (directory / "harness").mkdir(mode=0o700)
+            meta = meta_from_create(session_id, request, created_at=format_ts(time.time()))
+            event_log = await trio.to_thread.run_sync(functools.partial(
+                _open_new, directory, meta, durability=sessions.durability,
+                memory_tail=sessions.memory_tail, fsync_interval=sessions.fsync_interval))
+        except BaseException:
+            if frame_log is not None:
+                frame_log.close()
+            raise
+        deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
+                           ledger=self.ledger, directory=directory)
         session = Session(meta, harness_request, deps, event_log, frame_log)
-        await self._nursery.start(self._run_session, session)
+        spec = ChildSpec(id=session_id, start=functools.partial(self._run_session, session),
+                         restart=RestartType.TEMPORARY, shutdown=2 * (sessions.close_timeout + KILL_MARGIN))
+        try:
+            await supervisor.start_child(spec)
+        except BaseException as exc:
+            if frame_log is not None:
+                frame_log.close()
+            event_log.close()
+            if isinstance(exc, ActorGone):
+                raise SessionClosed("the daemon is shutting down") from None
+            raise
         if request.prompt:
             await session.prompt(request.prompt, "session")
         return session.info()
@@ -164,18 +186,13 @@ class Sessions:
             raise HarnessUnavailable(f"{driver.name} is not available: {detection.reason or 'not found'}",
                                      data={"harness": driver.name})
 
-    async def _run_session(self, session: Session, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _run_session(self, session: Session, *,
+                           task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
         self.live[session.id] = session
         try:
             await session.run(task_status=task_status)
-        except Exception:
-            # A session is a temporary child: its crash is logged and ends it alone.
-            log.exception("session %s crashed", session.id)
-            if not session.started:
-                raise  # it never started: session.create reports the error
         finally:
             self.live.pop(session.id, None)
-            session.log.close()  # still readable; an ended session holds no descriptor
             self.ended[session.id] = ClosedSession(session.meta, session.log)
 
     def get(self, session_id: str) -> Session | ClosedSession:
@@ -197,12 +214,6 @@ class Sessions:
         every += [s.info() for sid, s in self.ended.items() if sid not in self.live]
         return sorted(every, key=lambda i: (i.created_at, i.id))
 
-    async def close_all(self) -> None:
-        """Close every live session concurrently, each within its close timeout."""
-        async with trio.open_nursery() as nursery:
-            for session in list(self.live.values()):
-                nursery.start_soon(session.close, "session")
-
     async def detections(self) -> list[Detection]:
         """Every harness's detection, cached for a short while (``--version`` is slow)."""
         out: list[Detection] = []
@@ -219,17 +230,11 @@ class Sessions:
         return cached[1]
 
 
-def _frame_log(options: dict[str, Any]) -> FrameLog | None:
-    """The ``options.log_path`` frame log, opened now so a bad path is the caller's ``bad_request``."""
-    path = options.get("log_path")
-    if path is None:
-        return None
-    if not isinstance(path, str) or not path:
-        raise BadRequest("options.log_path must be a file path")
-    try:
-        return FrameLog(path)
-    except OSError as exc:
-        raise BadRequest(f"cannot open options.log_path {path!r}: {exc.strerror}") from None
+def _open_new(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:
+    """Write a new session's ``meta.json`` and create its log (blocking: run it in a thread)."""
+    write_meta(directory, meta)
+    event_log, _ = EventLog.open(directory, meta.id, **settings)
+    return event_log
 
 
 def _info(meta: SessionMeta, last_seq: int, pid: int | None) -> SessionInfo:

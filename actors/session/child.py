@@ -1,0 +1,266 @@
+"""A session's harness child: spawned from the driver's ``Launch``, supervised by the tree.
+
+The child runs under a one-child ``one_for_one`` supervisor (``supervisor.tree``) whose restart
+intensity and backoff are the session's (``[sessions] restart_*``, ``backoff_*``): the tree's
+restart planner decides when the next child starts, or that none will (``IntensityExceeded``,
+reported to the session as ``GaveUp``). The child spec is ``transient``: a child the session
+closed ends its run normally and stays down; any other end is a crash and is restarted.
+
+One run of ``Harness.run`` is one *generation*. It spawns the child, tells the session
+(``ChildSpawned``, or ``ChildSpawnFailed`` and a crash), forwards every stdout frame
+(``ChildFrame``), and when stdout ends it runs the child's close sequence to the end (so the
+exit status is known and nothing of the child is left) and reports ``ChildExited``. The session
+talks back through ``write(gen, data)`` and ``close(gen, goodbye)``: both name the generation,
+and a generation that is no longer running gets nothing.
+
+How a child is spawned is one function, ``spawn_process``; a driver with a ``spawn`` attribute
+of the same shape replaces it (a native harness forks its worker from a fork server; tests run
+children in memory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import trio
+
+from actors.harness import Driver, HarnessRequest, Launch
+from actors.session.core import describe_exit
+from actors.session.framelog import FrameLog
+from actors.session.messages import (
+    ChildBroken,
+    ChildExited,
+    ChildFrame,
+    ChildSpawned,
+    ChildSpawnFailed,
+    GaveUp,
+    Input,
+)
+from protocol.errors import ActorGone, ChildExited as ChildExitedError, CorralError, IntensityExceeded
+from supervisor.config import ChildrenConfig, SessionsConfig
+from supervisor.proc.child import Goodbye, open_child
+from supervisor.proc.spec import ExitStatus, ProcessSpec
+from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
+
+__all__ = ["Generation", "Harness", "HarnessChild", "Spawn", "spawn_process"]
+
+KILL_MARGIN = 5.0
+"""Seconds beyond ``close_timeout`` for the SIGKILL at the end of a close sequence and the reap."""
+
+
+class HarnessChild(Protocol):
+    """What a session needs of a running child (``supervisor.proc.ProcessChild`` is one)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    async def send(self, data: bytes) -> None:
+        """Write to the child's stdin; raises ``ChildExited`` once it no longer reads."""
+
+    def frames(self) -> AsyncIterator[bytes]:
+        """Its stdout frames until stdout ends; raises the framing error that ended them."""
+
+    async def close(self, goodbye: Goodbye | None = None) -> ExitStatus:
+        """Run (or join) the bounded close sequence; the exit status once it is reaped."""
+
+
+Spawn = Callable[[Launch, ProcessSpec, Any], AbstractAsyncContextManager[HarnessChild]]
+"""``spawn(launch, spec, ledger)``: an async context manager yielding the running child and
+closing it (bounded) on the way out."""
+
+
+@asynccontextmanager
+async def spawn_process(launch: Launch, spec: ProcessSpec, ledger: Any) -> AsyncIterator[HarnessChild]:
+    """The default spawn: write the launch's files (mode 0600), then ``open_child``."""
+    if launch.files:
+        await trio.to_thread.run_sync(_write_files, launch.files)
+    async with open_child(spec, ledger=ledger) as child:
+        yield child
+
+
+class Generation:
+    """One running child as the session sees it: its number, handle and close request."""
+
+    def __init__(self, gen: int, child: HarnessChild) -> None:
+        self.gen = gen
+        self.child = child
+        self.goodbye: tuple[bytes, ...] = ()
+        self.asked = trio.Event()
+        """Set when the session asked this child to close: its end is then not a crash."""
+
+    def close(self, goodbye: tuple[bytes, ...]) -> None:
+        if not self.asked.is_set():
+            self.goodbye = goodbye
+            self.asked.set()
+
+
+class Harness:
+    """Runs a session's child generations under a supervisor and relays between them and the session."""
+
+    def __init__(self, *, driver: Driver, session_id: str, harness: str, sessions: SessionsConfig,
+                 children: ChildrenConfig, ledger: Any, tell: Callable[[Input], Awaitable[None]],
+                 request: Callable[[], HarnessRequest], frame_log: FrameLog | None = None) -> None:
+        self.driver = driver
+        self.session_id = session_id
+        self.harness = harness
+        self.sessions = sessions
+        self.children = children
+        self.ledger = ledger
+        self.frame_log = frame_log
+        self.running: dict[int, Generation] = {}
+        self.supervisor: Supervisor | None = None
+        self._tell = tell
+        self._request = request
+        self._gens = itertools.count(1)
+        self._spawn: Spawn = getattr(driver, "spawn", None) or spawn_process
+
+    async def supervise(self, *, rng: Any = None,
+                        task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the child's supervisor until cancelled; ``GaveUp`` goes to the session when it
+        exceeds the restart intensity."""
+        s = self.sessions
+        spec = SupervisorSpec(
+            strategy=Strategy.ONE_FOR_ONE, intensity=s.restart_intensity, period=s.restart_period,
+            backoff=Backoff(initial=s.backoff_initial, factor=s.backoff_factor, max=s.backoff_max,
+                            jitter=s.backoff_jitter))
+        child = ChildSpec(id="harness", start=self.run, restart=RestartType.TRANSIENT,
+                          shutdown=s.close_timeout + KILL_MARGIN)
+        try:
+            await supervise(spec, [child], name=f"{self.session_id} harness", rng=rng,
+                            task_status=_Keep(self, task_status))
+        except IntensityExceeded:
+            with contextlib.suppress(ActorGone):
+                await self._tell(GaveUp())
+
+    async def run(self, *, task_status: trio.TaskStatus[Generation | None] = trio.TASK_STATUS_IGNORED) -> None:
+        """One generation (the supervisor's start function). Returns when the session closed the
+        child (or is gone); raises ``ChildExited`` when the child ended unasked or never started."""
+        gen = next(self._gens)
+        request = self._request()
+        async with AsyncExitStack() as stack:
+            try:
+                launch = self.driver.launch(request)
+                child = await stack.enter_async_context(self._spawn(launch, self._spec(gen, launch, request),
+                                                                    self.ledger))
+            except Exception as exc:  # a child that cannot start has crashed: the planner decides
+                task_status.started(None)
+                code, message = _describe_failure(exc)
+                with contextlib.suppress(ActorGone):
+                    await self._tell(ChildSpawnFailed(gen=gen, code=code, message=message))
+                raise ChildExitedError(f"harness child {gen} did not start: {message}") from exc
+            running = Generation(gen, child)
+            self.running[gen] = running
+            try:
+                task_status.started(running)
+                await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid))
+                status = await self._pump(running)
+                if status is None:
+                    return  # the session is gone; the child is closed on the way out
+                await self._tell(ChildExited(gen=gen, status=status))
+            except ActorGone:
+                return
+            finally:
+                del self.running[gen]
+        if not running.asked.is_set():
+            raise ChildExitedError(f"harness child {gen} {describe_exit(status)}")
+
+    async def write(self, gen: int, data: bytes) -> None:
+        """Send ``data`` to generation ``gen`` if it still runs; a dead child gets nothing."""
+        running = self.running.get(gen)
+        if running is None:
+            return
+        if self.frame_log is not None:
+            self.frame_log.record("out", data.rstrip(b"\n"), running.child.pid)
+        try:
+            await running.child.send(data)
+        except (CorralError, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the child is gone: its exit is on its way to the session
+
+    def close(self, gen: int, goodbye: tuple[bytes, ...]) -> None:
+        """Ask generation ``gen`` to close politely (with ``goodbye`` first), if it still runs."""
+        running = self.running.get(gen)
+        if running is not None:
+            running.close(goodbye)
+
+    async def _pump(self, running: Generation) -> ExitStatus | None:
+        """Forward frames until stdout ends, then finish the close sequence; the exit status,
+        or ``None`` when the session is gone (the child is then closed on the way out)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._close_when_asked, running)
+            told = await self._forward(running)
+            status = await running.child.close()
+            nursery.cancel_scope.cancel()
+        return status if told else None
+
+    async def _forward(self, running: Generation) -> bool:
+        """Tell the session every frame (and a broken framing); ``False`` once it is gone."""
+        child = running.child
+        try:
+            try:
+                async for frame in child.frames():
+                    if self.frame_log is not None:
+                        self.frame_log.record("in", frame, child.pid)
+                    await self._tell(ChildFrame(gen=running.gen, data=frame))
+            except ActorGone:
+                raise
+            except CorralError as exc:  # the child broke its framing; its close sequence runs
+                await self._tell(ChildBroken(gen=running.gen, code=str(exc.code), message=exc.message))
+        except ActorGone:
+            return False
+        return True
+
+    async def _close_when_asked(self, running: Generation) -> None:
+        await running.asked.wait()
+        await running.child.close(_goodbye(running.goodbye))
+
+    def _spec(self, gen: int, launch: Launch, request: HarnessRequest) -> ProcessSpec:
+        return ProcessSpec(
+            key=f"session:{self.session_id}:{gen}", kind=f"harness:{self.harness}", argv=launch.argv,
+            cwd=launch.cwd, env=launch.env, shutdown=self.sessions.close_timeout,
+            frame_limit=self.children.frame_limit, framing=launch.framing,
+            stderr_lines=self.children.stderr_lines, secrets=frozenset(request.env.values()),
+        )
+
+
+def _describe_failure(exc: Exception) -> tuple[str, str]:
+    if isinstance(exc, CorralError):
+        return str(exc.code), exc.message
+    return "launch_failed", f"{type(exc).__name__}: {exc}"
+
+
+def _goodbye(frames: tuple[bytes, ...]) -> Goodbye | None:
+    if not frames:
+        return None
+
+    async def send(child: Any) -> None:
+        for data in frames:
+            await child.send(data)
+
+    return send
+
+
+def _write_files(files: dict[str, str]) -> None:
+    for name, content in files.items():
+        path = Path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(content)
+
+
+class _Keep(trio.TaskStatus[Supervisor]):
+    """Keeps the supervisor's handle on the ``Harness`` as it reports ready."""
+
+    def __init__(self, harness: Harness, outer: trio.TaskStatus[Supervisor]) -> None:
+        self._harness = harness
+        self._outer = outer
+
+    def started(self, value: Supervisor | None = None) -> None:
+        self._harness.supervisor = value
+        self._outer.started(value)  # type: ignore[arg-type]

@@ -1,0 +1,164 @@
+"""What goes into the session core and what comes out of it: plain data, no I/O.
+
+Inputs are client requests and notices about the harness child. Every notice about a child
+carries its *generation* (1 for the first child of a session run, then one more per spawn
+attempt), so the core can tell the running child from a dead one whose news is still queued.
+Outputs are done by the shell (``actors.session.actor``) in the order the core gives them.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from actors.harness import HarnessRequest
+from actors.session.meta import SessionMeta
+from protocol.errors import CorralError
+from protocol.events import Event
+from protocol.messages import ClientRequest
+from supervisor.proc.spec import ExitStatus
+
+__all__ = [
+    "Abandoned",
+    "Abort",
+    "Answer",
+    "ChildBroken",
+    "ChildExited",
+    "ChildFrame",
+    "ChildSpawnFailed",
+    "ChildSpawned",
+    "CloseChild",
+    "Emit",
+    "GaveUp",
+    "Input",
+    "Output",
+    "Request",
+    "SaveMeta",
+    "Stop",
+    "StorageLost",
+    "Tick",
+    "Write",
+]
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+class Request(msgspec.Struct, frozen=True, kw_only=True):
+    """A client request; ``call`` numbers it so that its ``Answer`` finds the caller."""
+
+    call: int
+    request: ClientRequest
+    by: str
+
+
+class ChildSpawned(msgspec.Struct, frozen=True, kw_only=True):
+    """Generation ``gen`` runs, launched from ``request`` (its translator must be built from it)."""
+
+    gen: int
+    request: HarnessRequest
+    pid: int | None
+
+
+class ChildSpawnFailed(msgspec.Struct, frozen=True, kw_only=True):
+    """Generation ``gen`` could not be spawned (a missing binary, a bad argument …)."""
+
+    gen: int
+    code: str
+    message: str
+
+
+class ChildFrame(msgspec.Struct, frozen=True, kw_only=True):
+    """One frame generation ``gen`` wrote on its stdout."""
+
+    gen: int
+    data: bytes
+
+
+class ChildBroken(msgspec.Struct, frozen=True, kw_only=True):
+    """Generation ``gen`` broke its framing (an over-long or unreadable frame); its exit follows."""
+
+    gen: int
+    code: str
+    message: str
+
+
+class ChildExited(msgspec.Struct, frozen=True, kw_only=True):
+    """Generation ``gen`` ended and was reaped (``status`` is ``None`` when it is not known)."""
+
+    gen: int
+    status: ExitStatus | None
+
+
+class GaveUp(msgspec.Struct, frozen=True):
+    """The harness child's supervisor exceeded its restart intensity: no more children."""
+
+
+class Stop(msgspec.Struct, frozen=True):
+    """The daemon stops the session: close it as ``session.close`` would."""
+
+
+class Abandoned(msgspec.Struct, frozen=True):
+    """The shell can no longer run the child (the stop overran its bound): end the session now."""
+
+
+class Abort(msgspec.Struct, frozen=True, kw_only=True):
+    """The session itself failed (a bug): report it and end the session ``failed``."""
+
+    code: str
+    message: str
+
+
+class StorageLost(msgspec.Struct, frozen=True, kw_only=True):
+    """The event log can take no more events: end the session ``failed`` without events."""
+
+    message: str
+
+
+class Tick(msgspec.Struct, frozen=True):
+    """Time passed (a deadline of ``next_deadline`` came); nothing else happened."""
+
+
+Input = (
+    Request | ChildSpawned | ChildSpawnFailed | ChildFrame | ChildBroken | ChildExited | GaveUp
+    | Stop | Abandoned | Abort | StorageLost | Tick
+)
+
+
+# --- outputs --------------------------------------------------------------------------------
+
+
+class Emit(msgspec.Struct, frozen=True):
+    """Append ``event`` to the log (the shell stamps ``seq`` and ``ts``)."""
+
+    event: Event
+
+
+class Write(msgspec.Struct, frozen=True, kw_only=True):
+    """Write ``data`` to generation ``gen``'s stdin; dropped if that generation is not running."""
+
+    gen: int
+    data: bytes
+
+
+class CloseChild(msgspec.Struct, frozen=True, kw_only=True):
+    """Close generation ``gen`` politely: send ``goodbye``, close stdin, then the usual sequence."""
+
+    gen: int
+    goodbye: tuple[bytes, ...] = ()
+
+
+class Answer(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer to request ``call``: ``result``, or ``error`` to raise in the caller."""
+
+    call: int
+    result: msgspec.Struct | None = None
+    error: CorralError | None = None
+
+
+class SaveMeta(msgspec.Struct, frozen=True):
+    """Write ``meta`` to ``meta.json`` (after the events emitted before it)."""
+
+    meta: SessionMeta
+
+
+Output = Emit | Write | CloseChild | Answer | SaveMeta

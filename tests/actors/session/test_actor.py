@@ -1,0 +1,285 @@
+"""The session actor (the inbox loop around the core) with in-memory children and virtual time.
+
+No process is spawned: ``ScriptedDriver.spawn`` hands out ``MemoryChild``ren and the test plays
+their part. The restart schedule is the tree's supervisor's, checked to the exact virtual time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import trio
+import trio.testing
+
+from actors.harness import HarnessRequest
+from actors.session import actor as actor_module
+from actors.session.actor import Session, SessionDeps
+from actors.session.eventlog import EventLog
+from actors.session import meta as meta_module
+from actors.session.meta import SessionMeta, read_meta
+from protocol import events as ev
+from protocol.messages import SessionPrompt, SessionSetModel
+from supervisor.config import ChildrenConfig, SessionsConfig
+from supervisor.proc.spec import ExitStatus
+from supervisor.tree import Backoff
+
+from .scripted import GOODBYE, ScriptedDriver
+
+SID = "s-1"
+T = TypeVar("T")
+
+
+async def inline(call: Callable[[], T]) -> T:
+    return call()
+
+
+def make_session(tmp_path: Path, driver: ScriptedDriver, *, offload: Any = inline, seed: int = 0,
+                 fsync: Callable[[int], None] = lambda fd: None, **settings: Any) -> Session:
+    directory = tmp_path / SID
+    meta = SessionMeta(id=SID, harness="scripted", cwd=str(tmp_path), created_at="2026-01-01T00:00:00.000Z",
+                       state="starting")
+    log, _ = EventLog.open(directory, SID, fsync=fsync, offload=offload if offload is inline else None)
+    deps = SessionDeps(driver=driver, sessions=SessionsConfig(**settings), children=ChildrenConfig(),
+                       ledger=None, directory=directory, offload=offload, rng=random.Random(seed))
+    request = HarnessRequest(session_id=SID, cwd=str(tmp_path), work_dir=str(directory / "harness"))
+    return Session(meta, request, deps, log)
+
+
+def events(session: Session) -> list[ev.Event]:
+    return [frame.event for frame in session.log.frames_from(1)]
+
+
+def kinds(session: Session) -> list[str]:
+    out = []
+    for event in events(session):
+        kind = str(type(event).__struct_config__.tag)
+        if isinstance(event, ev.Status):
+            kind += f":{event.state}"
+        out.append(kind)
+    return out
+
+
+async def until(session: Session, predicate: Callable[[ev.Event], bool]) -> ev.Event:
+    """The first event (from seq 1) that satisfies ``predicate``, waiting for it if need be."""
+    seen = 0
+    with trio.fail_after(600):
+        while True:
+            for frame in session.log.frames_from(seen + 1):
+                seen = frame.seq
+                if predicate(frame.event):
+                    return frame.event
+            await session.feed.wait_past(seen)
+
+
+async def test_a_session_is_idle_once_its_child_runs_and_serves_a_turn(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        assert session.info().state == "idle" and session.info().pid == child.pid
+        assert await session.prompt("hi", "c-1") == "prompted"
+        assert await child.next_command() == {"type": "user", "text": "hi"}
+        child.emit(type="assistant", text="yo", delta=True)
+        child.emit(type="result", stop_reason="end_turn")
+        await until(session, lambda e: isinstance(e, ev.Result))
+        await session.close("c-1")
+    assert session.closed.is_set() and session.info().state == "closed"
+    assert kinds(session) == ["status:idle", "user", "status:running", "assistant", "result", "status:idle",
+                              "status:closing", "exit", "status:closed"]
+    assert read_meta(tmp_path / SID).state == "closed"
+
+
+async def test_a_crash_loop_follows_the_supervisors_backoff_then_fails(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, seed=7, restart_intensity=3, restart_period=60.0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        for n in range(1, 5):
+            child = await driver.next_child(n)
+            child.die(ExitStatus(reason="exited", exit_code=7))
+        await session.closed.wait()
+    rng, backoff = random.Random(7), Backoff()
+    first, second = backoff.delay(1, rng), backoff.delay(2, rng)
+    start = driver.spawn_times[0]
+    assert [t - start for t in driver.spawn_times] == pytest.approx([0.0, 0.0, first, first + second])
+    assert 0.5 <= first <= 0.6 and 1.0 <= second <= 1.2
+    log = events(session)
+    assert [e.exit_code for e in log if isinstance(e, ev.Exit)] == [7, 7, 7, 7]
+    assert [e.attempt for e in log if isinstance(e, ev.Restarted)] == [1, 2, 3]
+    error = [e for e in log if isinstance(e, ev.Error)][-1]
+    assert error.code == "restart_intensity" and error.error_class == "launch"
+    assert session.info().state == "failed" and session.info().restarts == 3
+    assert read_meta(tmp_path / SID).closed_reason == "failed"
+
+
+async def test_a_permission_nobody_answers_is_denied_at_its_deadline(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, permission_timeout=5.0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        await session.prompt("go", "c-1")
+        await child.next_command()
+        asked_at = trio.current_time()
+        child.emit(type="permission", permission_id="p1", tool="bash", kind="exec")
+        assert await child.next_command() == {"type": "permission_decision", "permission_id": "p1",
+                                              "decision": "deny"}
+        assert trio.current_time() == asked_at + 5.0
+        decided = await until(session, lambda e: isinstance(e, ev.PermissionDecided))
+        assert decided == ev.PermissionDecided(permission_id="p1", decision="timeout", by="session")
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_silent_turn_is_stalled_after_the_threshold(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, stall_threshold=10.0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        await session.prompt("go", "c-1")
+        await child.next_command()
+        child.emit(type="assistant", text="thinking", delta=True)
+        await until(session, lambda e: isinstance(e, ev.Assistant))
+        spoke_at = trio.current_time()
+        await until(session, lambda e: isinstance(e, ev.Status) and e.stalled)
+        assert trio.current_time() == spoke_at + 10.0
+        child.emit(type="assistant", text="back", delta=True)
+        await until(session, lambda e: isinstance(e, ev.Status) and e.state == "running" and not e.stalled
+                    and session.log.last_seq > 6)
+        nursery.cancel_scope.cancel()
+    assert kinds(session)[:7] == ["status:idle", "user", "status:running", "assistant", "status:running",
+                                  "assistant", "status:running"]
+
+
+async def test_a_restarted_child_never_gets_a_frame_the_dead_translator_produced(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    gate, armed = trio.Event(), [False]
+
+    async def offload(call: Callable[[], T]) -> T:
+        if armed[0]:
+            await gate.wait()
+        return call()
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, offload=offload)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        one = driver.children[0]
+        armed[0] = True
+        async with trio.open_nursery() as requests:
+            # The loop writes set_model to child one, then waits on the meta write...
+            requests.start_soon(session.call, SessionSetModel(id=0, session_id=SID, model="m2"), "c-1")
+            await trio.testing.wait_all_tasks_blocked()
+            # ... while a prompt queues up, child one dies and child two starts at once.
+            requests.start_soon(session.call, SessionPrompt(id=0, session_id=SID, text="for one"), "c-1")
+            await trio.testing.wait_all_tasks_blocked()
+            one.die()
+            two = await driver.next_child(2)
+            await trio.testing.wait_all_tasks_blocked()
+            armed[0] = False
+            gate.set()
+        # The prompt went to child one's translator (its exit was not yet read): it is dropped,
+        # and the turn it started ends as crashed.
+        await until(session, lambda e: isinstance(e, ev.Restarted))
+        assert one.kinds() == ["set_model"]
+        assert "user" not in two.kinds()
+        nursery.cancel_scope.cancel()
+    log = [e for e in events(session) if not isinstance(e, ev.Status)]
+    assert [type(e).__name__ for e in log[:5]] == ["User", "Error", "Result", "Exit", "Restarted"]
+    assert log[1].code == "harness_crashed" and log[2].is_error  # type: ignore[union-attr]
+
+
+async def test_stopping_a_session_closes_it_fully_in_its_log(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver(goodbye=True)
+    session = make_session(tmp_path, driver)
+    with trio.CancelScope() as scope:  # the sessions supervisor stopping its child
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.run)
+            [child] = driver.children
+            await session.prompt("go", "c-1")
+            await child.next_command()
+            child.emit(type="permission", permission_id="p1", tool="bash", kind="exec")
+            await until(session, lambda e: isinstance(e, ev.Permission))
+            scope.cancel()
+    assert session.closed.is_set()
+    assert kinds(session)[-6:] == ["status:waiting", "status:closing", "permission_decided", "result", "exit",
+                                   "status:closed"]
+    log = events(session)
+    assert log[-4] == ev.PermissionDecided(permission_id="p1", decision="cancelled", by="session")
+    assert isinstance(log[-3], ev.Result) and log[-3].stop_reason == "interrupted"
+    assert log[-2] == ev.Exit(exit_code=0, reason="closed")
+    assert child.received[-1] == json.loads(GOODBYE) and child.stdin_closed
+    meta = read_meta(tmp_path / SID)
+    assert (meta.state, meta.closed_reason) == ("closed", "daemon_stopped")
+
+
+async def test_a_stop_that_overruns_its_bound_kills_the_child_and_still_logs_the_end(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver(stubborn=True)
+    session = make_session(tmp_path, driver, close_timeout=2.0)
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.run)
+            stopped_at = trio.current_time()
+            scope.cancel()
+    assert trio.current_time() == stopped_at + 2.0 + 5.0
+    assert kinds(session)[-3:] == ["status:closing", "exit", "status:closed"]
+    assert events(session)[-2] == ev.Exit(reason="closed")
+    assert driver.children[0].status == ExitStatus(reason="killed", signal="SIGKILL")
+
+
+async def test_a_bug_ends_the_session_with_an_error_event_before_its_exit(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture) -> None:
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        child.emit_raw(b"boom")
+        await session.closed.wait()
+    log = events(session)
+    error = next(e for e in log if isinstance(e, ev.Error))
+    assert error.code == "internal" and "RuntimeError" in error.message
+    assert kinds(session)[-3:] == ["error", "exit", "status:failed"]
+    assert log[-2] == ev.Exit(reason="killed")
+    assert read_meta(tmp_path / SID).state == "failed"
+    assert child.status is not None  # the child was closed with the session
+    assert "session s-1 failed" in caplog.text
+
+
+async def test_fsync_and_meta_writes_run_off_the_trio_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: dict[str, set[int]] = {"fsync": set(), "meta": set()}
+
+    def write_meta(directory: Path, meta: SessionMeta) -> None:
+        threads["meta"].add(threading.get_ident())
+        meta_module.write_meta(directory, meta)
+
+    monkeypatch.setattr(actor_module, "write_meta", write_meta)
+    driver = ScriptedDriver(handshake=True)
+    session = make_session(tmp_path, driver, offload=None, durability="event",
+                           fsync=lambda fd: threads["fsync"].add(threading.get_ident()))
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.run)
+            [child] = driver.children
+            child.emit(type="init", vendor_session_id="v-1")  # saves meta
+            await session.prompt("go", "c-1")
+            child.emit(type="result", stop_reason="end_turn")
+            await until(session, lambda e: isinstance(e, ev.Result))
+            await session.close("c-1")
+    assert threads["fsync"] and threads["meta"]
+    assert threading.get_ident() not in threads["fsync"] | threads["meta"]
+    assert read_meta(tmp_path / SID).vendor_session_id == "v-1"
