@@ -56,6 +56,7 @@ from supervisor.proc.identity import marker_env, start_token
 from supervisor.proc.killing import (
     Family,
     forget_signalled,
+    is_alive,
     signal_all,
     signal_group,
     wait_gone,
@@ -292,44 +293,54 @@ class ProcessChild:
     async def _terminate(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
         start = trio.current_time()
         family = Family(self.pid, self.pgid, self.ledger_key)
-        await self._survey(family)
+        lively = await self._survey(family)
         if polite and shutdown > 0 and not self._exited.is_set():
             with trio.move_on_at(start + shutdown / 2):
                 await self._say_goodbye(goodbye)
                 await self._exited.wait()
-            await self._survey(family)
+            lively = await self._survey(family)
         if shutdown > 0:
             signal_group(self.pgid, signal.SIGTERM)
             signal_all(family.members, signal.SIGTERM)  # those that left the group, too
             with trio.move_on_at(start + shutdown):
                 await self._exited.wait()
             await wait_gone(family.members, start + shutdown)
-            await self._survey(family)
-        await self._kill(family)
+            lively = await self._survey(family)
+        await self._kill(family, lively)
 
-    async def _kill(self, family: Family) -> None:
+    async def _kill(self, family: Family, lively: bool) -> None:
         """SIGKILL the group and the family until a survey after their death finds no one new.
 
-        Once the leader is dead nobody new can join its family but through a fork already under
-        way (or an orphan re-parented to us as its parent died), so this ends within a few rounds;
-        it is bounded by ``_KILL_REAP_WAIT`` whatever happens.
+        ``lively``: whether anyone who could fork was alive at the last survey; if not, nobody
+        can have joined the family since. Once the leader is dead nobody new can join but
+        through a fork already under way (or an orphan re-parented to us as its parent died),
+        so this ends within a few rounds; it is bounded by ``_KILL_REAP_WAIT`` in any case.
         """
         deadline = trio.current_time() + _KILL_REAP_WAIT
         while True:
-            known = len(family.members)
             signal_group(self.pgid, signal.SIGKILL)  # the zombie leader still pins the group id
             signal_all(family.members, signal.SIGKILL)
             await self._exited.wait()
             await wait_gone(family.members, deadline)
-            await self._survey(family)
-            if len(family.members) == known or trio.current_time() >= deadline:
+            if not lively or trio.current_time() >= deadline:
+                return
+            known = len(family.members)
+            lively = await self._survey(family)
+            if len(family.members) == known:
                 return
 
-    async def _survey(self, family: Family) -> None:
-        # A survey reads /proc for every process: keep that off the event loop.
-        await trio.to_thread.run_sync(
-            lambda: family.survey(leader_alive=not self._exited.is_set())
-        )
+    async def _survey(self, family: Family) -> bool:
+        """Survey the family; whether the leader or any member was alive (so could fork).
+
+        A survey reads /proc for every process: it runs in a worker thread.
+        """
+        leader_alive = not self._exited.is_set()
+
+        def survey() -> bool:
+            family.survey(leader_alive=leader_alive)
+            return leader_alive or any(is_alive(proc) for proc in family.members)
+
+        return await trio.to_thread.run_sync(survey)
 
     async def _say_goodbye(self, goodbye: Goodbye | None) -> None:
         if goodbye is not None:
