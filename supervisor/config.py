@@ -122,7 +122,7 @@ def load_config(
 
 
 def parse_config(root: type[C], text: str, *, source: str = "<string>") -> LoadedConfig[C]:
-    """Decode TOML ``text`` as ``root``; ``source`` names it in the ``ConfigInvalid`` for bad TOML."""
+    """Decode TOML ``text`` as ``root``; ``source`` names it in a ``ConfigInvalid`` for bad TOML."""
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -133,7 +133,7 @@ def parse_config(root: type[C], text: str, *, source: str = "<string>") -> Loade
 
 
 def config_schema(root: type[Struct]) -> dict[str, Any]:
-    """The JSON Schema of a config file whose root is ``root`` (``config/schema.json``)."""
+    """The JSON Schema of a config file whose root is ``root`` (for ``config/schema.json``)."""
     schema: dict[str, Any] = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "urn:corral:config",

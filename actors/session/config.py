@@ -74,7 +74,9 @@ class SessionSettings(Protocol):
     def harness(self) -> Mapping[str, HarnessConfig]: ...
 
 
-def harness_defaults(config: SessionSettings, harness: str) -> tuple[dict[str, Any], dict[str, str]]:
+def harness_defaults(
+    config: SessionSettings, harness: str
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The session options and env that ``[harness.<name>]`` gives every session of a harness.
 
     A session's own ``options`` and ``env`` win over these; ``~`` in paths is expanded.
