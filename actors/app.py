@@ -2,7 +2,9 @@
 children, and the request handlers the daemon serves. The console script ``corral`` points here.
 
 This is the one module that sees every layer: it hands ``supervisor.server`` an application
-(``App``) and ``supervisor.cli`` the way to run a daemon, so neither imports ``actors``.
+(``App``) and ``supervisor.cli`` the way to run a daemon, so neither imports ``actors``. The
+root of the configuration (``Config``) is here too: it gathers each owner's section, the
+server's ``[daemon]`` among them, which no other module of ``actors`` may import.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from typing import Any
 
 import msgspec
 import trio
+from msgspec import Struct
 
 from actors.fake import FakeDriver
 from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import decode_providers, load_prices
 from actors.native.driver import NativeDriver
 from actors.session.actor import Session
+from actors.session.config import HarnessConfig, SessionsConfig
 from actors.session.sessions import SessionTable
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
@@ -49,13 +53,15 @@ from protocol.messages import (
 )
 from supervisor import __version__
 from supervisor.cli import commands
-from supervisor.config import Config, HarnessConfig, LoadedConfig
+from supervisor.config import LoadedConfig
+from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
+from supervisor.server.config import DaemonConfig
 from supervisor.server.connection import FeedLike
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType
 
-__all__ = ["App", "drivers", "main", "serve"]
+__all__ = ["App", "Config", "drivers", "main", "serve"]
 
 log = logging.getLogger("corral.daemon")
 
@@ -63,16 +69,33 @@ DAEMON_MODULE = "actors.app"
 """What ``corral start`` runs as ``python -m`` to start a daemon in the background."""
 
 
+class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The whole configuration; ``Config()`` is the default that runs with no file at all."""
+
+    # config/corral.toml spells it out and config/schema.json is its JSON Schema (a test keeps
+    # both in sync); supervisor.config.load_config(Config, path) reads a file. The docstrings
+    # of the sections are their descriptions in the schema.
+
+    daemon: DaemonConfig = DaemonConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    children: ChildrenConfig = ChildrenConfig()
+    harness: dict[str, HarnessConfig] = {}
+    providers: dict[str, dict[str, Any]] = {}
+    """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.config``
+    decodes them (with warnings that name the key) when the driver is built."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``corral`` console script."""
-    return commands.main(argv, daemon=commands.DaemonEntry(run=serve, module=DAEMON_MODULE))
+    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config)
+    return commands.main(argv, daemon=entry)
 
 
-async def serve(state_root: Path, loaded: LoadedConfig, *, port: int | None = None,
+async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | None = None,
                 task_status: trio.TaskStatus[DaemonFile] = trio.TASK_STATUS_IGNORED) -> None:
     """Run a daemon with every actor kind on ``state_root`` until it is stopped."""
     state = StateDir(state_root)
-    state.ensure()
+    await trio.to_thread.run_sync(state.ensure)
     host = Host(state, loaded.config.daemon)
     app = App(host, loaded)
     await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)
@@ -98,7 +121,7 @@ def drivers(config: Config) -> dict[str, Any]:
 class App:
     """The application the daemon serves: the sessions and the requests about them."""
 
-    def __init__(self, host: Host, loaded: LoadedConfig) -> None:
+    def __init__(self, host: Host, loaded: LoadedConfig[Config]) -> None:
         self.host = host
         self.loaded = loaded
         self.config: Config = loaded.config

@@ -38,7 +38,6 @@ class ErrorCode(enum.StrEnum):
     DAEMON_RUNNING = "daemon_running"
     DAEMON_NOT_RUNNING = "daemon_not_running"
     CONFIG_INVALID = "config_invalid"
-    LEDGER_CORRUPT = "ledger_corrupt"
     STORAGE_FAILED = "storage_failed"
 
 
@@ -211,12 +210,6 @@ class ConfigInvalid(CorralError):
     """The configuration file could not be parsed or holds a value of the wrong type."""
 
     code = ErrorCode.CONFIG_INVALID
-
-
-class LedgerCorrupt(CorralError):
-    """The crash ledger file could not be read; it is set aside, never trusted."""
-
-    code = ErrorCode.LEDGER_CORRUPT
 
 
 class StorageFailed(CorralError):

@@ -1,153 +1,79 @@
-"""The daemon's configuration: msgspec Structs whose defaults are the whole default config.
+"""The configuration loader, generic: TOML into any root msgspec Struct, with named warnings.
 
-No file is needed to run: ``Config()`` is the documented default (``config/corral.toml`` spells it
-out, and a test keeps the two in sync). A TOML file only overrides keys. It is read from
-``--config FILE`` or else from ``$XDG_CONFIG_HOME/corral/config.toml`` (``~/.config/...`` when
-``XDG_CONFIG_HOME`` is unset) if that file exists.
+Each section's schema lives with its owner (``[daemon]`` in ``supervisor.server.config``,
+``[children]`` in ``supervisor.proc.config``, the application's sections and its root Struct
+in ``actors``); this module knows none of them. Structs whose defaults are the whole default
+config mean no file is needed to run; the range rules are ``Meta`` constraints on each section's
+field types. A TOML file only overrides keys. It is read from
+``--config FILE`` or else from ``$XDG_CONFIG_HOME/corral/config.toml`` (``~/.config/...``
+when ``XDG_CONFIG_HOME`` is unset) if that file exists.
 
 A config file must never stop the daemon over one mistake, and must never let a mistake pass
 silently. So the loader walks the TOML tables against the Struct fields and decodes each value on
 its own with ``msgspec.convert``: an unknown key, a value of the wrong type or one outside its
-range (the ``Meta`` constraints on the field types below are the range rules) gives a warning that
-names the key, and that key keeps its default while the rest loads. Only a file that is not TOML
-at all (or cannot be read) is an error, ``ConfigInvalid``, whose message keeps tomllib's
-"(at line N, column M)".
+range (``Meta`` constraints on the field types are the range rules; a pattern's ``description``
+words its warning) gives a warning that names the key, and that key keeps its default while the
+rest loads. A section may add warnings of its own about values it accepts (``SelfChecked``).
+Only a file that is not TOML at all (or cannot be read) is an error, ``ConfigInvalid``, whose
+message keeps tomllib's "(at line N, column M)".
 """
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple, TypeVar, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    NamedTuple,
+    Protocol,
+    TypeVar,
+    get_args,
+    get_origin,
+    runtime_checkable,
+)
 
 import msgspec
 from msgspec import Meta, Struct
 
 from protocol.errors import ConfigInvalid
 
+if TYPE_CHECKING:  # until supervisor/server/daemon.py imports it from its owner
+    from supervisor.server.config import DaemonConfig as DaemonConfig
+
 __all__ = [
-    "ChildrenConfig",
-    "Config",
-    "DaemonConfig",
-    "Durability",
-    "HarnessConfig",
     "LoadedConfig",
-    "SessionsConfig",
+    "SelfChecked",
     "config_schema",
     "default_config_path",
     "load_config",
     "parse_config",
 ]
 
-# The range rules, as data: msgspec checks them in ``convert`` and words the message.
-_Port = Annotated[int, Meta(ge=0, le=65535)]
-_Host = Annotated[str, Meta(min_length=1)]
-# An Origin header value is scheme://host[:port], with no path and no trailing slash.
-_ORIGIN_PATTERN = "^[A-Za-z][A-Za-z0-9+.-]*://[^/ ]+$"
-_Origin = Annotated[str, Meta(pattern=_ORIGIN_PATTERN)]
-_Bytes = Annotated[int, Meta(ge=1024)]
-_Count = Annotated[int, Meta(ge=0)]
-_Capacity = Annotated[int, Meta(ge=1)]
-_Seconds = Annotated[float, Meta(ge=0)]
-_PositiveSeconds = Annotated[float, Meta(gt=0)]
-_Factor = Annotated[float, Meta(ge=1)]
-_Fraction = Annotated[float, Meta(ge=0, le=1)]
-
-_S = TypeVar("_S", bound=Struct)
-
-Durability = Literal["turn", "event", "none"]
-"""When a session's event log is fsynced: at each turn's end, after every event, or never."""
+C = TypeVar("C", bound=Struct)
 
 
-class DaemonConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Section ``[daemon]``: the websocket listener and the daemon's own lifetime."""
-
-    port: _Port = 7433  # 0 asks the OS for a free port
-    host: _Host = "127.0.0.1"  # a non-loopback host is allowed, with a warning
-    allowed_origins: list[_Origin] = []  # beyond the daemon's own http://127.0.0.1:PORT, localhost
-    frame_limit: _Bytes = 16 * 1024 * 1024
-    handshake_timeout: _PositiveSeconds = 10.0
-    client_queue: _Capacity = 1024  # outgoing frames per connection before `lagged`
-    shutdown_timeout: _Seconds = 30.0  # bound on the whole graceful shutdown
-
-
-class SessionsConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Section ``[sessions]``: restarts, timeouts and durability of every session actor."""
-
-    restart_intensity: _Count = 3  # at most this many restarts ...
-    restart_period: _PositiveSeconds = 60.0  # ... within this many seconds
-    backoff_initial: _Seconds = 0.5
-    backoff_factor: _Factor = 2.0
-    backoff_max: _Seconds = 30.0
-    backoff_jitter: _Fraction = 0.2  # each later delay is scaled by a random factor in [1, 1+j]
-    close_timeout: _Seconds = 10.0  # bound on a harness's close sequence
-    permission_timeout: _PositiveSeconds = 600.0  # an open permission is then denied ("timeout")
-    stall_threshold: _PositiveSeconds = 300.0
-    durability: Durability = "turn"
-    fsync_interval: _Seconds = 0.1
-    inbox_size: _Capacity = 256
-    memory_tail: _Count = 2048  # events kept in memory per session for fast replay
-
-
-class ChildrenConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Section ``[children]``: limits on every OS-process child's output."""
-
-    stderr_lines: _Count = 200  # last stderr lines kept for error reports
-    frame_limit: _Bytes = 16 * 1024 * 1024
-
-
-class HarnessConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A ``[harness.<name>]`` table: how to launch one harness (paths are used as written)."""
-
-    binary: str | None = None  # None: found on PATH
-    extra_args: list[str] = []
-    home: str | None = None  # None: the user's own home
-    env: dict[str, str] = {}
-
-
-class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The whole configuration; ``Config()`` is the default that runs with no file at all.
-
-    ``providers`` holds the ``[providers.NAME]`` tables of the native harness as read; the
-    application decodes them (``actors.native.config``), since this runtime knows no harness.
-    """
-
-    daemon: DaemonConfig = DaemonConfig()
-    sessions: SessionsConfig = SessionsConfig()
-    children: ChildrenConfig = ChildrenConfig()
-    harness: dict[str, HarnessConfig] = {}
-    providers: dict[str, dict[str, Any]] = {}
-
-
-class LoadedConfig(Struct, frozen=True):
+class LoadedConfig(Struct, Generic[C], frozen=True):
     """A decoded configuration, the file it came from (None: defaults only), and its warnings."""
 
-    config: Config
+    config: C
     source: Path | None
     warnings: list[str]
 
 
-def harness_defaults(config: Config, harness: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The session options and env that ``[harness.<name>]`` gives every session of a harness.
+@runtime_checkable
+class SelfChecked(Protocol):
+    """A section with warnings of its own about values it accepts (a host beyond loopback)."""
 
-    A session's own ``options`` and ``env`` win over these; ``~`` in paths is expanded.
-    """
-    table = config.harness.get(harness)
-    if table is None:
-        return {}, {}
-    options: dict[str, Any] = {}
-    if table.binary:
-        options["binary"] = os.path.expanduser(table.binary)
-    if table.home:
-        options["home"] = os.path.expanduser(table.home)
-    if table.extra_args:
-        options["extra_args"] = list(table.extra_args)
-    return options, dict(table.env)
+    def config_warnings(self) -> list[tuple[str, str]]:
+        """``(key, complaint)`` pairs; the loader words them as ``'section.key' complaint``."""
+        ...
 
 
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -167,12 +93,17 @@ def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def load_config(
-    path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None
-) -> LoadedConfig:
+    root: type[C],
+    path: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> LoadedConfig[C]:
     """Load ``path`` (the ``--config`` argument) or else the default path, if that file exists.
 
-    Raises ``ConfigInvalid`` naming the file when an explicit path does not exist, when a file
-    cannot be read or is not UTF-8, or when it is not TOML (the message keeps the line).
+    ``root`` is the Struct of the whole file; ``root()`` is what no file gives. Blocking (it
+    reads a file). Raises ``ConfigInvalid`` naming the file when an explicit path does not
+    exist, when a file cannot be read or is not UTF-8, or when it is not TOML (the message
+    keeps the line).
     """
     explicit = path is not None
     file = Path(path) if path is not None else default_config_path(environ)
@@ -182,40 +113,39 @@ def load_config(
         if explicit:
             message = f"config file not found: {file}"
             raise ConfigInvalid(message, data={"path": str(file)}) from None
-        return LoadedConfig(Config(), None, [])
+        return LoadedConfig(root(), None, [])
     except (OSError, UnicodeDecodeError) as exc:
         message = f"cannot read config file {file}: {exc}"
         raise ConfigInvalid(message, data={"path": str(file)}) from exc
-    loaded = parse_config(text, source=str(file))
+    loaded = parse_config(root, text, source=str(file))
     return LoadedConfig(loaded.config, file, loaded.warnings)
 
 
-def parse_config(text: str, *, source: str = "<string>") -> LoadedConfig:
-    """Decode TOML ``text``; ``source`` names it in the ``ConfigInvalid`` raised for bad TOML."""
+def parse_config(root: type[C], text: str, *, source: str = "<string>") -> LoadedConfig[C]:
+    """Decode TOML ``text`` as ``root``; ``source`` names it in a ``ConfigInvalid`` for bad TOML."""
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigInvalid(f"{source}: invalid TOML: {exc}", data={"path": source}) from exc
     warnings: list[str] = []
-    config = _decode_struct(Config, table, "", warnings)
-    _check_host(config.daemon.host, warnings)
+    config = _decode_struct(root, table, "", warnings)
     return LoadedConfig(config, None, warnings)
 
 
-def config_schema() -> dict[str, Any]:
-    """The JSON Schema of the config file (``config/schema.json``), for editors that check TOML."""
+def config_schema(root: type[Struct]) -> dict[str, Any]:
+    """The JSON Schema of a config file whose root is ``root`` (for ``config/schema.json``)."""
     schema: dict[str, Any] = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "urn:corral:config",
         "title": "corral configuration",
-        **msgspec.json.schema(Config),
+        **msgspec.json.schema(root),
     }
     return schema
 
 
 def _decode_struct(
-    cls: type[_S], table: Mapping[str, Any], prefix: str, warnings: list[str]
-) -> _S:
+    cls: type[C], table: Mapping[str, Any], prefix: str, warnings: list[str]
+) -> C:
     """Build ``cls`` from ``table`` key by key; every problem becomes a warning and a default."""
     fields = {f.encode_name: f for f in msgspec.structs.fields(cls)}
     values: dict[str, Any] = {}
@@ -234,7 +164,11 @@ def _decode_struct(
             )
         else:
             values[field.name] = value
-    return cls(**values)
+    section = cls(**values)
+    checked: object = section  # mypy cannot intersect a Struct with a Protocol
+    if isinstance(checked, SelfChecked):
+        warnings += [f"'{prefix}{key}' {complaint}" for key, complaint in checked.config_warnings()]
+    return section
 
 
 def _decode_field(tp: Any, raw: Any, name: str, warnings: list[str]) -> Any:
@@ -267,7 +201,7 @@ def _convert(tp: Any, raw: Any) -> Any:
     try:
         value = msgspec.convert(raw, tp)
     except msgspec.ValidationError as exc:
-        where, reason = _reword(str(exc))
+        where, reason = _reword(str(exc), dict(_pattern_hints(tp)))
         if get_origin(tp) is Literal:
             choices = ", ".join(_show(arg) for arg in get_args(tp))
             return _Invalid(where, f"expected one of {choices}, got {_show(raw)}")
@@ -279,26 +213,11 @@ def _convert(tp: Any, raw: Any) -> Any:
     return value
 
 
-def _check_host(host: str, warnings: list[str]) -> None:
-    """Listening beyond loopback is the user's call, but never a silent one."""
-    if host == "localhost":
-        return
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return
-    except ValueError:
-        pass
-    warnings.append(
-        f"'daemon.host' is {host!r}, not a loopback address: other machines can reach the daemon"
-    )
-
-
 class _Invalid(NamedTuple):
     where: str  # the path inside the value, as "[1]"; "" for the value itself
     reason: str
 
 
-_ORIGIN_HINT = "an origin such as http://localhost:3000 (no path, no trailing slash)"
 _PATH = re.compile(r" - at `\$(.*)`$")
 
 
@@ -308,6 +227,16 @@ def _struct_type(tp: Any) -> type[Struct] | None:
 
 def _dict_value_type(tp: Any) -> Any:
     return get_args(tp)[1] if get_origin(tp) is dict else None
+
+
+def _pattern_hints(tp: Any) -> Iterator[tuple[str, str]]:
+    """``(pattern, description)`` of every ``Meta`` in ``tp`` that has both."""
+    for arg in get_args(tp):
+        if isinstance(arg, Meta):
+            if arg.pattern is not None and arg.description is not None:
+                yield arg.pattern, arg.description
+        else:
+            yield from _pattern_hints(arg)
 
 
 def _default(field: msgspec.structs.FieldInfo) -> Any:
@@ -323,14 +252,15 @@ def _element(value: Any, where: str) -> Any:
     return value
 
 
-def _reword(message: str) -> tuple[str, str]:
+def _reword(message: str, hints: Mapping[str, str]) -> tuple[str, str]:
     """msgspec's "Expected `int`, got `str` - at `$[1]`" as ("[1]", "expected int, got str")."""
     where = ""
     match = _PATH.search(message)
     if match:
         where = match.group(1)
         message = message[: match.start()]
-    message = message.replace(f"`str` matching regex {_ORIGIN_PATTERN!r}", _ORIGIN_HINT)
+    for pattern, hint in hints.items():
+        message = message.replace(f"`str` matching regex {pattern!r}", hint)
     message = message.replace("`", "").replace(" | null", "").replace("got object", "got table")
     return where, message[:1].lower() + message[1:]
 
@@ -349,3 +279,12 @@ def _show(value: Any) -> str:
 def _type_name(value: Any) -> str:
     names: dict[type, str] = {list: "array", dict: "table"}
     return names.get(type(value), type(value).__name__)
+
+
+def __getattr__(name: str) -> Any:
+    # Transitional: supervisor/server/daemon.py still imports DaemonConfig from here.
+    if name == "DaemonConfig":
+        from supervisor.server.config import DaemonConfig
+
+        return DaemonConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

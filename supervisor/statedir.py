@@ -19,8 +19,6 @@ from protocol.errors import DaemonRunning
 
 from supervisor.atomic import atomic_write
 
-DEFAULT_PORT = 7433
-
 
 class DaemonFile(msgspec.Struct, frozen=True, kw_only=True):
     """The contents of ``daemon.json``: how clients find a running daemon."""

@@ -70,7 +70,8 @@ from protocol.errors import ActorGone, SessionClosed, StorageFailed
 from protocol.events import Delivery, SessionState
 from protocol.messages import ClientRequest, Empty, SessionClose, SessionPrompt
 from protocol.models import SessionInfo
-from supervisor.config import ChildrenConfig, SessionsConfig
+from actors.session.config import SessionsConfig
+from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.spec import redact
 from supervisor.tree.mailbox import Mailbox, Reply
 

@@ -43,7 +43,8 @@ from actors.session.messages import (
     Input,
 )
 from protocol.errors import ActorGone, ChildExited as ChildExitedError, CorralError, IntensityExceeded
-from supervisor.config import ChildrenConfig, SessionsConfig
+from actors.session.config import SessionsConfig
+from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.child import Goodbye, open_child
 from supervisor.proc.spec import ExitStatus, ProcessSpec
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise

@@ -103,7 +103,7 @@ from protocol.messages import (
     SessionSetModel,
 )
 from protocol.models import SessionInfo
-from supervisor.config import SessionsConfig
+from actors.session.config import SessionsConfig
 from supervisor.proc.spec import ExitStatus
 
 __all__ = ["SessionCore", "describe_exit"]

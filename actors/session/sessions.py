@@ -34,7 +34,7 @@ from protocol.base import format_ts
 from protocol.errors import ActorGone, HarnessUnavailable, SessionClosed, StorageFailed, UnknownSession
 from protocol.messages import SessionCreate
 from protocol.models import Detection, Permissions, SessionInfo
-from supervisor.config import Config, harness_defaults
+from actors.session.config import SessionSettings, harness_defaults
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 
 __all__ = ["ClosedSession", "SessionTable"]
@@ -62,7 +62,7 @@ class ClosedSession:
 class SessionTable:
     """Every session of the daemon, live (children of the sessions supervisor) or ended."""
 
-    def __init__(self, state_dir: Path, config: Config, ledger: Any, drivers: dict[str, Driver]) -> None:
+    def __init__(self, state_dir: Path, config: SessionSettings, ledger: Any, drivers: dict[str, Driver]) -> None:
         self.state_dir = state_dir
         self.root = state_dir / "sessions"
         self.config = config

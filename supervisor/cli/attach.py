@@ -83,9 +83,12 @@ async def follow_frames(state_dir: Path, session_id: str, from_seq: int,
 
 
 async def attach(state_dir: Path, session_id: str, from_seq: int, *, out: TextIO, err: TextIO,
-                 interactive: bool, color: bool) -> None:
-    """Render the session from ``from_seq`` until it ends or SIGINT; ask for permissions if ``interactive``."""
-    renderer = Renderer(out, color=color)
+                 interactive: bool, color: bool, terminal: bool = False) -> None:
+    """Render the session from ``from_seq`` until it ends or SIGINT; ask for permissions if ``interactive``.
+
+    ``terminal``: ``out`` is a terminal, where an open question is kept as the last line.
+    """
+    renderer = Renderer(out, color=color, terminal=terminal)
     asker = _Asker(state_dir, session_id, renderer)
     async with trio.open_nursery() as nursery:
         if interactive:

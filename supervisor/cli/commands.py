@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import msgspec
 import trio
+from msgspec import Struct
 
 from protocol.errors import CorralError, ProtocolError
 from protocol.events import Decision
@@ -30,19 +31,22 @@ from protocol.models import Permissions, SessionInfo
 from protocol.schema import client_protocol_schema
 
 from supervisor.cli.attach import attach, follow_frames
-from supervisor.client.api import RawEventFrame, lone_exception, open_client
+from supervisor.client.api import RawEventFrame, open_client
 from supervisor.cli.daemonctl import DaemonRunner, run_foreground, start, status_report, stop
 from supervisor.cli.render import Renderer
+from supervisor.excgroup import lone_exception
 from supervisor.statedir import resolve_state_dir
 
 __all__ = ["DaemonEntry", "build_parser", "main"]
 
 
 class DaemonEntry(NamedTuple):
-    """How to run a daemon: in this process (``run``) and as ``python -m module`` (``corral start``)."""
+    """How to run a daemon: in this process (``run``) and as ``python -m module`` (``corral start``);
+    ``config`` is the root Struct of its configuration file."""
 
     run: DaemonRunner
     module: str
+    config: type[Struct]
 
 
 def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
@@ -150,7 +154,8 @@ def _state(args: argparse.Namespace) -> Path:
 
 
 def _daemon(args: argparse.Namespace) -> int:
-    run_foreground(_state(args), args.daemon_entry.run, port=args.port, config=args.config)
+    entry: DaemonEntry = args.daemon_entry
+    run_foreground(_state(args), entry.run, entry.config, port=args.port, config=args.config)
     return 0
 
 
@@ -246,10 +251,12 @@ def _lsp(args: argparse.Namespace) -> None:
 
 
 def _attach(args: argparse.Namespace) -> None:
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    terminal = sys.stdout.isatty()
+    color = terminal and not os.environ.get("NO_COLOR")
     try:
         trio.run(lambda: attach(_state(args), args.id, args.from_seq, out=sys.stdout,
-                                err=sys.stderr, interactive=sys.stdin.isatty(), color=color))
+                                err=sys.stderr, interactive=sys.stdin.isatty(), color=color,
+                                terminal=terminal))
     except KeyboardInterrupt:
         pass  # Ctrl-C before SIGINT was handled: detaching all the same
 

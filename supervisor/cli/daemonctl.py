@@ -5,6 +5,7 @@
 deadline) until ``daemon.json`` names that process *and* a ``hello`` is answered; a daemon
 that exits first gets its last log lines printed. ``daemon`` logs to ``daemon.log`` and to
 stderr, once: when stderr already is ``daemon.log`` (under ``start``) only the file is used.
+File work (the state directory, ``daemon.json``, the log) runs in worker threads.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import os
 import sys
 from pathlib import Path
 from collections.abc import Awaitable
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 import msgspec
 import psutil
 import trio
+from msgspec import Struct
 
 from protocol.errors import CorralError, DaemonNotRunning, Timeout
 
@@ -36,13 +38,17 @@ _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 class DaemonRunner(Protocol):
     """Runs a daemon on a state directory until it stops (``actors.app.serve``)."""
 
-    def __call__(self, state_root: Path, loaded: LoadedConfig, *, port: int | None = None,
+    def __call__(self, state_root: Path, loaded: LoadedConfig[Any], *, port: int | None = None,
                  task_status: trio.TaskStatus[DaemonFile] = ...) -> Awaitable[None]: ...
 
 
-def run_foreground(root: Path, run: DaemonRunner, *, port: int | None, config: str | None) -> None:
-    """Run the daemon in this process until it stops; ``DaemonRunning`` if the directory is taken."""
-    loaded = load_config(config)
+def run_foreground(root: Path, run: DaemonRunner, root_config: type[Struct], *, port: int | None,
+                   config: str | None) -> None:
+    """Run the daemon in this process until it stops; ``DaemonRunning`` if the directory is taken.
+
+    ``config`` (a path, else the default file if it exists) is loaded as ``root_config``.
+    """
+    loaded = load_config(root_config, config)
     state = StateDir(root)
     state.ensure()
     _log_to(state.log_path)
@@ -57,17 +63,17 @@ async def start(root: Path, module: str, *, port: int | None, config: str | None
         out.write(f"corral daemon already running (pid {running})\n")
         return
     state = StateDir(root)
-    state.ensure()
-    offset = state.log_path.stat().st_size if state.log_path.exists() else 0
-    pid = _spawn(state, module, port=port, config=config)
+    offset = await trio.to_thread.run_sync(_prepare, state)
+    pid = await trio.to_thread.run_sync(functools.partial(_spawn, state, module, port=port,
+                                                          config=config))
     deadline = trio.current_time() + wait
     while True:
         finished, code = os.waitpid(pid, os.WNOHANG)
         if finished:
-            tail = _tail(state.log_path, offset)
+            tail = await trio.to_thread.run_sync(_tail, state.log_path, offset)
             raise CorralError(f"the daemon exited with status {os.waitstatus_to_exitcode(code)} "
                               f"before it was ready{': ' + tail if tail else ''}")
-        info = state.read_daemon_file()
+        info = await trio.to_thread.run_sync(state.read_daemon_file)
         if info is not None and info.pid == pid and await _running_pid(root) == pid:
             out.write(f"corral daemon started (pid {pid}) on {info.url} and {info.socket}\n")
             return
@@ -102,13 +108,19 @@ async def status_report(root: Path) -> dict[str, object]:
     async with open_client(root) as client:
         status = await client.status()
         sessions = await client.sessions()
-    info = StateDir(root).read_daemon_file()
+    info = await trio.to_thread.run_sync(StateDir(root).read_daemon_file)
     return {
         "state_dir": str(root),
         "daemon": msgspec.to_builtins(info) if info is not None else None,
         "status": msgspec.to_builtins(status),
         "sessions": msgspec.to_builtins(sessions),
     }
+
+
+def _prepare(state: StateDir) -> int:
+    """Create the state directory; the size of ``daemon.log`` (where this start's lines begin)."""
+    state.ensure()
+    return state.log_path.stat().st_size if state.log_path.exists() else 0
 
 
 def _spawn(state: StateDir, module: str, *, port: int | None, config: str | None) -> int:

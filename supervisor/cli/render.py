@@ -5,6 +5,10 @@ line of its own (ending a pending inline line first). A whole ``assistant`` mess
 repeats the deltas just streamed is the harness's consolidated copy and is not printed
 twice. Colour (ANSI) only when asked for: the CLI asks when stdout is a terminal and
 ``NO_COLOR`` is unset. Every write is flushed, so a pipe sees text as it streams.
+
+A question (``ask``) is printed once. On a terminal it stays the last line: a line that
+arrives meanwhile erases it, takes its place and redraws it below; elsewhere (a pipe, a
+file) the line simply follows it.
 """
 
 from __future__ import annotations
@@ -33,14 +37,17 @@ from protocol.events import (
 __all__ = ["Renderer", "describe", "short"]
 
 _DIM, _RED, _RESET = "\x1b[2m", "\x1b[31m", "\x1b[0m"
+_ERASE_LINE = "\r\x1b[2K"
 
 
 class Renderer:
     """Writes events to ``out`` as text; keeps only the state of the line being streamed."""
 
-    def __init__(self, out: TextIO, *, color: bool = False) -> None:
+    def __init__(self, out: TextIO, *, color: bool = False, terminal: bool = False) -> None:
         self.out = out
         self.color = color
+        self.terminal = terminal
+        """Whether ``out`` is a terminal, where a question can be erased and redrawn."""
         self._inline: Literal["assistant", "thought"] | None = None
         self._streamed = ""
         self._question: str | None = None
@@ -65,11 +72,9 @@ class Renderer:
                 self.line(describe(event, color=self.color))
 
     def line(self, text: str) -> None:
-        """Write ``text`` on a line of its own (an open question moves below it)."""
+        """Write ``text`` on a line of its own (on a terminal, an open question moves below it)."""
         self._end_inline()
-        if self._question_shown:
-            self.out.write("\n")
-            self._question_shown = False
+        self._leave_question()
         self.out.write(text + "\n")
         self._show_question()
         self.out.flush()
@@ -82,9 +87,12 @@ class Renderer:
         self.out.flush()
 
     def answered(self, *, echoed: bool) -> None:
-        """The question is gone; ``echoed`` when the terminal already moved to a new line."""
+        """The question is gone; ``echoed`` when the terminal already moved to a new line.
+
+        A question withdrawn unanswered is erased on a terminal, ended with a newline elsewhere.
+        """
         if self._question_shown and not echoed:
-            self.out.write("\n")
+            self.out.write(_ERASE_LINE if self.terminal else "\n")
         self._question = None
         self._question_shown = False
         self.out.flush()
@@ -95,9 +103,7 @@ class Renderer:
         self.out.flush()
 
     def _stream(self, kind: Literal["assistant", "thought"], text: str) -> None:
-        if self._question_shown:
-            self.out.write("\n")
-            self._question_shown = False
+        self._leave_question()
         if self._inline != kind:
             self._end_inline()
             self._inline = kind
@@ -114,6 +120,17 @@ class Renderer:
             self._inline = None
             self._streamed = ""
             self._show_question()
+
+    def _leave_question(self) -> None:
+        """Make room for output under a shown question: erase it (a terminal) or end its line."""
+        if not self._question_shown:
+            return
+        self._question_shown = False
+        if self.terminal:
+            self.out.write(_ERASE_LINE)  # redrawn by ``_show_question`` after the output
+        else:
+            self.out.write("\n")
+            self._question = None  # printed once; what follows goes below it
 
     def _show_question(self) -> None:
         if self._question is not None and not self._question_shown:

@@ -70,6 +70,7 @@ from protocol.messages import (
 from protocol.models import ClientInfo, Detection, McpServer, Permissions, SessionInfo
 
 from supervisor import __version__
+from supervisor.excgroup import lone_exception, raise_lone
 from supervisor.client.subscription import ConnectionLost, RawEventFrame, Router, Subscription
 from supervisor.client.discovery import connect_stream, discover
 
@@ -78,7 +79,6 @@ __all__ = [
     "ConnectionLost",
     "RawEventFrame",
     "discover",
-    "lone_exception",
     "open_client",
     "open_client_on",
 ]
@@ -107,7 +107,7 @@ async def open_client(state_dir: Path | str | None = None, *,
     Leaving the block closes the connection (bounded) and cancels the reader; an exception
     of the block propagates as raised (a lone exception is not wrapped in a group).
     """
-    state, info, token = discover(state_dir)
+    state, info, token = await trio.to_thread.run_sync(discover, state_dir)  # file reads
 
     async def connect() -> tuple[trio.abc.Stream, str, str]:
         return await connect_stream(state.root, info, transport)
@@ -132,21 +132,6 @@ async def open_client_on(stream: trio.abc.Stream, token: str, *, name: str = "co
                      connect_timeout=connect_timeout, frame_limit=frame_limit,
                      subscription_buffer=subscription_buffer) as client:
         yield client
-
-
-def lone_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one leaf of a group of one (nested or not); else the group itself."""
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            leaves.append(exc)
-
-    walk(group)
-    return leaves[0] if len(leaves) == 1 else group
 
 
 class Client:
@@ -397,11 +382,9 @@ async def _open(connect: Callable[[], Awaitable[tuple[trio.abc.Stream, str, str]
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         leaf = lone_exception(group)
-        if leaf is group:
-            raise
         if isinstance(leaf, HandshakeError):
             raise ProtocolError(f"the daemon refused the websocket upgrade: {leaf!r}") from None
-        raise leaf from leaf.__cause__
+        raise_lone(group)
 
 
 def _method(message: Request) -> str:

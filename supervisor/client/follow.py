@@ -19,7 +19,8 @@ import trio
 
 from protocol.errors import DaemonNotRunning
 
-from supervisor.client.api import RawEventFrame, lone_exception, open_client
+from supervisor.client.api import RawEventFrame, open_client
+from supervisor.excgroup import raise_lone
 
 __all__ = ["follow_session"]
 
@@ -49,10 +50,7 @@ async def follow_session(state_dir: Path | str | None, session_id: str, from_seq
             finally:
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        leaf = lone_exception(group)
-        if leaf is group:
-            raise
-        raise leaf from leaf.__cause__
+        raise_lone(group)
 
 
 async def _loop(send: trio.MemorySendChannel[RawEventFrame], state_dir: Path | str | None,

@@ -5,37 +5,36 @@ after a daemon crash the file lists exactly the children that may still run; ``r
 those on the next boot (its rules are in its docstring). Each write replaces the whole file: temp
 file, ``fsync``, ``rename``, ``fsync`` of the directory, so a crash leaves the old or the new file,
 never a torn one. A file that does not decode anyway (a disk error, a hand edit) is set aside as
-``ledger.json.corrupt-<time>-<pid>`` and reported, never trusted and never fatal.
+``ledger.json.corrupt-<time>-<pid>.<n>`` and reported, never trusted and never fatal.
 
-Writes are blocking file I/O (about a millisecond with the fsyncs), so the async methods run them
-in a worker thread. Concurrent writers are serialised by a ``trio.Lock`` and coalesced: a writer
-that finds its change already on disk (written by the writer before it) returns at once.
+A ``Ledger`` holds the rows of this process's children. Rows it finds in the file that another
+process wrote (a crashed daemon's, not yet reconciled) are *inherited*: they are written back with
+every change, so they survive until ``reconcile`` handles them, and are dropped as soon as the
+file no longer holds them (``reconcile`` empties it); ``rows()`` never reports them. This keeps
+the ledger right whichever of the ``Ledger`` and ``reconcile`` comes first on boot.
+
+All file work (reading, creating the directory, writing with its fsyncs: about a millisecond)
+runs in a worker thread, and the constructor does none. Concurrent writers are serialised by a
+``trio.Lock`` and coalesced: a writer that finds its change already on disk (written by the
+writer before it) returns at once; a write that failed is retried by the next one.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
-import signal
 import time
 from collections.abc import Sequence
 
 import msgspec
-import psutil
 import trio
 
 from protocol.errors import StorageFailed
 from supervisor.atomic import atomic_write
-from supervisor.proc.identity import (
-    StartToken,
-    real_state_dir,
-    same_process,
-    start_token,
-)
-from supervisor.proc.killing import (
-    signal_group,
-)
+from supervisor.proc.identity import StartToken, real_state_dir
+from supervisor.proc.killing import kill_now
 
 LEDGER_FILE = "ledger.json"
 LEDGER_VERSION = 1
@@ -67,6 +66,7 @@ class _LedgerFile(msgspec.Struct, kw_only=True):
     rows: list[LedgerRow] = msgspec.field(default_factory=list)
 
 
+_ASIDE = itertools.count(1)
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(_LedgerFile)
 
@@ -77,45 +77,38 @@ def argv_hash(argv: Sequence[str]) -> str:
 
 
 class Ledger:
-    """The ledger of one state directory; rows already in the file are kept until reconciled.
+    """The ledger of one state directory, as seen by the process whose children it records.
 
-    Construct it after ``reconcile`` on boot. Raises ``StorageFailed`` if the state directory
-    cannot be created or the file cannot be read.
+    The directory is created (mode 0700) and the file read at the first write, in a worker
+    thread; constructing a ``Ledger`` does no I/O.
     """
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
-        os.makedirs(state_dir, mode=0o700, exist_ok=True)
         self.state_dir = real_state_dir(state_dir)
         """The canonical state directory; children carry it as ``CORRAL_STATE_DIR``."""
         self.path = os.path.join(self.state_dir, LEDGER_FILE)
-        rows, self.corrupt = load(self.path)
-        """Where a corrupt file found at construction was set aside, or None."""
-        self._rows = {row.key: row for row in rows}
+        self._rows: dict[str, LedgerRow] = {}
+        self._inherited: dict[str, LedgerRow] | None = None  # None: the file was not read yet
         self._lock = trio.Lock()
         self._version = 0
         self._written = 0
 
     def rows(self) -> list[LedgerRow]:
-        """The rows as the daemon last changed them (in insertion order)."""
+        """This process's children as the ledger records them (in insertion order)."""
         return list(self._rows.values())
 
     def kill_recorded(self) -> list[int]:
-        """SIGKILL the process group of every recorded child still alive; return their pids.
+        """SIGKILL every recorded child still alive with its whole family; return their pids.
 
-        For a daemon that must stop *now* (a second SIGTERM). Synchronous and non-blocking; each
-        child's ``Child`` handle then sees it killed and reaps it as usual. A row whose pid now
-        names another process (a different start token) is skipped.
+        For a daemon that must stop *now* (a second SIGTERM). Each row's leader is checked
+        against its start token first, and everything is signalled through that check: a row
+        whose pid names another process now is skipped, and no bare group id is signalled unless
+        its leader is our unreaped child (``supervisor.proc.killing.kill_now``). Blocking (it
+        reads ``/proc``): call it from a worker thread. Each child's ``ProcessChild`` then sees
+        it killed, reaps it and drops its row as usual.
         """
-        killed = []
-        for row in list(self._rows.values()):
-            try:
-                if not same_process(row.token, start_token(row.pid)):
-                    continue
-            except psutil.Error:
-                continue
-            if signal_group(row.pgid, signal.SIGKILL):
-                killed.append(row.pid)
-        return killed
+        return [row.pid for row in tuple(self._rows.values())
+                if kill_now(row.pid, row.token, row.key)]
 
     async def add(self, row: LedgerRow) -> None:
         """Record ``row`` (replacing a row with the same key) and return once it is on disk.
@@ -125,25 +118,47 @@ class Ledger:
         memory, to be written with the next change (``open_child`` then removes it).
         """
         self._rows[row.key] = row
-        await self._flush()
+        self._version += 1
+        await self._sync()
 
     async def remove(self, key: str) -> None:
-        """Drop the row ``key`` (a no-op if absent) and return once that is on disk.
+        """Drop the row ``key`` (a no-op if absent) and return once the file agrees.
 
-        Raises ``StorageFailed``; cancellation as for ``add``.
+        Raises ``StorageFailed``. Not cancellable: a row must not outlive its process because
+        the caller was cancelled (it waits for the writes queued before it, a few milliseconds).
+        A removal whose write failed is written by the next ``add`` or ``remove``.
         """
         if self._rows.pop(key, None) is not None:
-            await self._flush()
+            self._version += 1
+        with trio.CancelScope(shield=True):
+            await self._sync()
 
-    async def _flush(self) -> None:
-        self._version += 1
+    async def _sync(self) -> None:
         wanted = self._version
         async with self._lock:
             if self._written >= wanted:
                 return
             version, rows = self._version, list(self._rows.values())
-            await trio.to_thread.run_sync(write, self.path, rows)
+            self._inherited = await trio.to_thread.run_sync(
+                _write_with_inherited, self.path, rows, self._inherited
+            )
             self._written = version
+
+
+def _write_with_inherited(
+    path: str, rows: list[LedgerRow], inherited: dict[str, LedgerRow] | None
+) -> dict[str, LedgerRow]:
+    """Write ``rows`` after the inherited rows still in the file; return those (see the header)."""
+    if inherited is None or inherited:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        on_disk = {row.key: row for row in load(path)[0]}
+        if inherited is None:
+            ours = {row.key for row in rows}
+            inherited = {key: row for key, row in on_disk.items() if key not in ours}
+        else:
+            inherited = {key: row for key, row in inherited.items() if key in on_disk}
+    write(path, [*inherited.values(), *rows])
+    return inherited
 
 
 def load(path: str) -> tuple[list[LedgerRow], str | None]:
@@ -162,7 +177,8 @@ def load(path: str) -> tuple[list[LedgerRow], str | None]:
     try:
         return _decoder.decode(data).rows, None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        aside = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        # The sequence number keeps two set-asides in one second apart.
+        aside = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.{next(_ASIDE)}"
         try:
             os.replace(path, aside)
         except OSError as err:

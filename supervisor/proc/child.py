@@ -2,10 +2,12 @@
 
 Use ``async with open_child(spec, ledger=ledger) as child`` (or ``await nursery.start(run_child,
 spec)``). On entry the child is forked in a new session (``supervisor.proc.spawn``) with the
-environment marker, and its ledger row is on disk before the handle is returned. Inside, three
-background tasks run: stdout through a framer into a bounded channel (``child.frames()``),
-stderr lines into a ring (``child.stderr_tail()``) and the ``corral.child`` log, and an exit
-watcher on a pidfd. On exit the close sequence runs, shielded, whatever ended the block.
+environment marker, and its ledger row is on disk before the handle is returned. Three
+background tasks run from the fork on: stdout through a framer into a bounded channel
+(``child.frames()``), stderr lines into a ring (``child.stderr_tail()``) and the ``corral.child``
+log, and an exit watcher on a pidfd. On exit the close sequence runs, shielded, whatever ended
+the block; if the ledger row could not be written (or the entry was cancelled), the child is
+never handed over and the close sequence runs as a brutal kill.
 
 Theory of operation: the close sequence. It starts once, from whichever comes first: ``close()``
 (or leaving the block), the leader exiting on its own, a framing error, and everyone else waits
@@ -13,12 +15,13 @@ for it. With ``shutdown`` seconds granted:
 
 1. goodbye (only if asked to close politely): the caller's async ``goodbye(child)`` if any, then
    close stdin; wait for the leader to exit, up to half of ``shutdown``;
-2. SIGTERM to the process group; wait until the leader and every known family member are gone,
-   up to ``shutdown`` in all;
+2. SIGTERM to the process group and to every family member known so far (see step 3); wait
+   until the leader and all of them are gone, up to ``shutdown`` in all;
 3. SIGKILL to the group and to every family member (``supervisor.proc.killing.Family``: descendants
    found by a psutil walk taken *before* the kill, group members, marked strays); wait for the
-   leader (the kernel cannot refuse SIGKILL), then reap it; reap orphaned family zombies;
-4. drop the ledger row.
+   leader (the kernel cannot refuse SIGKILL) and the family; then survey again and repeat while
+   a survey finds someone new (a descendant forked, or orphaned, while the family died);
+4. reap the leader and drop the ledger row.
 
 The leader is reaped only at the end, so its pid, which is the group id, cannot be reused while
 we still signal the group. ``wait()`` returns after step 4, so a supervisor that restarts a child
@@ -36,12 +39,11 @@ import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import NoReturn
-
 import trio
 
 from protocol.errors import ChildExited, FrameTooLarge, ProtocolError
 from protocol.framing import Framer, FramerFactory
+from supervisor.excgroup import raise_lone
 from supervisor.proc import reaper
 from supervisor.proc.pipes import (
     FrameIterator,
@@ -54,12 +56,13 @@ from supervisor.proc.identity import marker_env, start_token
 from supervisor.proc.killing import (
     Family,
     forget_signalled,
+    is_alive,
     signal_all,
     signal_group,
     wait_gone,
     was_signalled,
 )
-from supervisor.proc.spawn import Launched, launch
+from supervisor.proc.spawn import Spawned, spawn
 from supervisor.ledger.store import Ledger, LedgerRow, argv_hash
 from supervisor.proc.spec import ExitReason as ExitReason
 from supervisor.proc.spec import ExitStatus as ExitStatus
@@ -99,18 +102,23 @@ async def open_child(
     any route, cancellation included, runs the close sequence shielded; it takes at most
     ``spec.shutdown`` seconds plus the time the kernel takes to deliver a SIGKILL.
     """
-    child = await _start(spec, ledger, framer or framer_factory(spec), goodbye)
+    child = await _spawn_child(spec, ledger, framer or framer_factory(spec), goodbye)
     try:
         async with trio.open_nursery() as nursery:
             child._run_in(nursery)
+            handed_over = False
             try:
+                await child._record()
+                handed_over = True
                 yield child
             finally:
                 with trio.CancelScope(shield=True):
+                    if not handed_over:
+                        child._begin_close(None, polite=False, shutdown=0.0)
                     await child.close()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        _raise_single(group)
+        raise_lone(group)
     finally:
         child._close_pipes()
 
@@ -143,26 +151,26 @@ class ProcessChild:
     """
 
     def __init__(
-        self, spec: ProcessSpec, launched: Launched, ledger_key: str, framer: Framer
+        self, spec: ProcessSpec, spawned: Spawned, ledger_key: str, framer: Framer
     ) -> None:
         self.spec = spec
         self.key = spec.key
         self.ledger_key = ledger_key
-        self.pid = launched.pid
-        self.pgid = launched.pid
+        self.pid = spawned.pid
+        self.pgid = spawned.pid
         self.started_at = time.time()
         self.failure: FrameTooLarge | ProtocolError | None = None
         self.status: ExitStatus | None = None
-        self._launched = launched
+        self._spawned = spawned
         self._framer = framer
-        self._pidfd = open_pidfd(launched.pid)
+        self._pidfd = open_pidfd(spawned.pid)
         self._ledger: Ledger | None = None
         self._goodbye: Goodbye | None = None
         self._nursery: trio.Nursery | None = None
         self._exited = trio.Event()
         self._done = trio.Event()
-        self._closing = False
         self._reaped = False
+        self._closing = False
         self._send_lock = trio.Lock()
         self._stderr: collections.deque[str] = collections.deque(maxlen=spec.stderr_lines)
         self._frames_in, self._frames_out = trio.open_memory_channel[bytes](spec.frame_queue)
@@ -175,7 +183,7 @@ class ProcessChild:
         """
         async with self._send_lock:
             try:
-                await self._launched.stdin.send_all(data)
+                await self._spawned.stdin.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 raise ChildExited(
                     f"child {self.key!r} no longer reads its stdin", data={"pid": self.pid}
@@ -183,7 +191,7 @@ class ProcessChild:
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (the usual goodbye); idempotent."""
-        await self._launched.stdin.aclose()
+        await self._spawned.stdin.aclose()
 
     async def receive_frame(self) -> bytes:
         """The next stdout frame.
@@ -216,6 +224,13 @@ class ProcessChild:
         await self._done.wait()
         return self._final_status()
 
+    def kill_group(self) -> None:
+        """SIGKILL the child's process group now (a hung child); the close sequence then
+        finishes the rest, descendants that left the group included."""
+        # Once the leader is reaped its pid, which is the group id, may name a stranger.
+        if not self._reaped:
+            signal_group(self.pgid, signal.SIGKILL)
+
     async def close(self, goodbye: Goodbye | None = None) -> ExitStatus:
         """Run the close sequence (see the module docstring), or join the one already running.
 
@@ -227,28 +242,25 @@ class ProcessChild:
         await self._done.wait()
         return self._final_status()
 
-    def kill_group(self) -> None:
-        """SIGKILL the child's process group now; the close sequence then finishes the rest."""
-        # Once the leader is reaped its pid, which is the group id, may name a stranger.
-        if not self._reaped:
-            signal_group(self.pgid, signal.SIGKILL)
-
     def _run_in(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
         nursery.start_soon(self._watch_exit)
         nursery.start_soon(self._read_stdout)
         nursery.start_soon(
             read_stderr_lines,
-            self._launched.stderr,
+            self._spawned.stderr,
             self._on_stderr_line,
             self.spec.stderr_line_limit,
         )
 
-    def _begin_close(self, goodbye: Goodbye | None, *, polite: bool) -> None:
+    def _begin_close(
+        self, goodbye: Goodbye | None, *, polite: bool, shutdown: float | None = None
+    ) -> None:
         if self._closing or self._nursery is None:
             return
         self._closing = True
-        self._nursery.start_soon(self._close_sequence, goodbye, polite)
+        grace = self.spec.shutdown if shutdown is None else shutdown
+        self._nursery.start_soon(self._close_sequence, goodbye, polite, grace)
 
     async def _watch_exit(self) -> None:
         with trio.CancelScope(shield=True):
@@ -256,13 +268,16 @@ class ProcessChild:
                 await trio.lowlevel.wait_readable(self._pidfd)
             else:
                 await trio.to_thread.run_sync(block_until_exited, self.pid)
-        self.status = status_of(self.pid, killed=was_signalled(self.pgid))
+        try:
+            self.status = status_of(self.pid, killed=was_signalled(self.pgid))
+        except ChildProcessError:  # someone else reaped it: the status is lost, not the close
+            logger.warning("child %s (pid %d) was reaped by someone else", self.key, self.pid)
         self._exited.set()
         self._begin_close(None, polite=False)
 
     async def _read_stdout(self) -> None:
         try:
-            await read_frames(self._launched.stdout, self._framer, self._frames_in)
+            await read_frames(self._spawned.stdout, self._framer, self._frames_in)
         except (FrameTooLarge, ProtocolError) as exc:
             self.failure = exc
             logger.warning("child %s (pid %d) broke its framing: %s", self.key, self.pid, exc)
@@ -276,39 +291,64 @@ class ProcessChild:
         self._stderr.append(line)
         logger.info("[%s %d] %s", self.key, self.pid, line)
 
-    async def _close_sequence(self, goodbye: Goodbye | None, polite: bool) -> None:
+    async def _close_sequence(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
         with trio.CancelScope(shield=True):
             try:
-                await self._terminate(goodbye, polite)
+                await self._terminate(goodbye, polite, shutdown)
             finally:
                 await self._finish()
 
-    async def _terminate(self, goodbye: Goodbye | None, polite: bool) -> None:
-        start, shutdown = trio.current_time(), self.spec.shutdown
+    async def _terminate(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
+        start = trio.current_time()
         family = Family(self.pid, self.pgid, self.ledger_key)
-        if shutdown > 0:
-            await self._survey(family)
+        lively = await self._survey(family)
         if polite and shutdown > 0 and not self._exited.is_set():
             with trio.move_on_at(start + shutdown / 2):
                 await self._say_goodbye(goodbye)
                 await self._exited.wait()
-            await self._survey(family)
+            lively = await self._survey(family)
         if shutdown > 0:
             signal_group(self.pgid, signal.SIGTERM)
+            signal_all(family.members, signal.SIGTERM)  # those that left the group, too
             with trio.move_on_at(start + shutdown):
                 await self._exited.wait()
             await wait_gone(family.members, start + shutdown)
-        await self._survey(family)
-        signal_group(self.pgid, signal.SIGKILL)
-        signal_all(family.members, signal.SIGKILL)
-        await self._exited.wait()
-        await wait_gone(family.members, trio.current_time() + _KILL_REAP_WAIT)
+            lively = await self._survey(family)
+        await self._kill(family, lively)
 
-    async def _survey(self, family: Family) -> None:
-        # A survey reads /proc for every process: keep that off the event loop.
-        await trio.to_thread.run_sync(
-            lambda: family.survey(leader_alive=not self._exited.is_set())
-        )
+    async def _kill(self, family: Family, lively: bool) -> None:
+        """SIGKILL the group and the family until a survey after their death finds no one new.
+
+        ``lively``: whether anyone who could fork was alive at the last survey; if not, nobody
+        can have joined the family since. Once the leader is dead nobody new can join but
+        through a fork already under way (or an orphan re-parented to us as its parent died),
+        so this ends within a few rounds; it is bounded by ``_KILL_REAP_WAIT`` in any case.
+        """
+        deadline = trio.current_time() + _KILL_REAP_WAIT
+        while True:
+            signal_group(self.pgid, signal.SIGKILL)  # the zombie leader still pins the group id
+            signal_all(family.members, signal.SIGKILL)
+            await self._exited.wait()
+            await wait_gone(family.members, deadline)
+            if not lively or trio.current_time() >= deadline:
+                return
+            known = len(family.members)
+            lively = await self._survey(family)
+            if len(family.members) == known:
+                return
+
+    async def _survey(self, family: Family) -> bool:
+        """Survey the family; whether the leader or any member was alive (so could fork).
+
+        A survey reads /proc for every process: it runs in a worker thread.
+        """
+        leader_alive = not self._exited.is_set()
+
+        def survey() -> bool:
+            family.survey(leader_alive=leader_alive)
+            return leader_alive or any(is_alive(proc) for proc in family.members)
+
+        return await trio.to_thread.run_sync(survey)
 
     async def _say_goodbye(self, goodbye: Goodbye | None) -> None:
         if goodbye is not None:
@@ -326,12 +366,12 @@ class ProcessChild:
             logger.warning("child %s (pid %d) was reaped by someone else", self.key, self.pid)
         self._reaped = True
         forget_signalled([self.pgid])
-        self._launched.popen.returncode = returncode(self._final_status())
+        self._spawned.popen.returncode = returncode(self._final_status())
         if self._pidfd is not None:
             trio.lowlevel.notify_closing(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
-        await self._launched.stdin.aclose()
+        await self._spawned.stdin.aclose()
         if self._ledger is not None:
             try:
                 await self._ledger.remove(self.ledger_key)
@@ -339,8 +379,13 @@ class ProcessChild:
                 logger.exception("cannot drop the ledger row of child %s", self.key)
         self._done.set()
 
+    async def _record(self) -> None:
+        """Write the ledger row (none without a ledger). Cancellable: the row is then dropped."""
+        if self._ledger is not None:
+            await self._ledger.add(self._ledger_row())
+
     def _close_pipes(self) -> None:
-        for stream in (self._launched.stdin, self._launched.stdout, self._launched.stderr):
+        for stream in (self._spawned.stdin, self._spawned.stdout, self._spawned.stderr):
             stream.close()
 
     def _final_status(self) -> ExitStatus:
@@ -359,36 +404,19 @@ class ProcessChild:
         )
 
 
-async def _start(
+async def _spawn_child(
     spec: ProcessSpec, ledger: Ledger | None, framer: FramerFactory, goodbye: Goodbye | None
 ) -> ProcessChild:
-    """Fork ``spec`` and write its ledger row; on any failure after the fork, kill and reap it."""
+    """Fork ``spec``; nothing after the fork can fail before the caller owns the handle."""
     validate(spec)
+    frames = framer()  # before the fork: a bad framer must not leave a child without an owner
     ledger_key = f"{spec.key}#{os.getpid()}.{next(_SEQUENCE)}"
     marker = marker_env(ledger.state_dir if ledger is not None else None, ledger_key)
     death = signal.Signals[spec.death_signal] if spec.death_signal else None
-    launched = await launch(
+    spawned = await spawn(
         spec.argv, cwd=spec.cwd, env=child_env(spec.env, marker), death_signal=death
     )
-    child = ProcessChild(spec, launched, ledger_key, framer())
+    child = ProcessChild(spec, spawned, ledger_key, frames)
     child._goodbye = goodbye
     child._ledger = ledger
-    try:
-        if ledger is not None:
-            await ledger.add(child._ledger_row())
-    except BaseException:
-        with trio.CancelScope(shield=True):
-            child.kill_group()
-            await child._watch_exit()
-            await child._finish()
-        child._close_pipes()
-        raise
     return child
-
-
-def _raise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
-    """Re-raise the one exception of ``group`` (the body's own) unwrapped; else the group."""
-    if len(group.exceptions) == 1:
-        exc = group.exceptions[0]
-        raise exc from exc.__cause__
-    raise group

@@ -3,7 +3,7 @@
 A pid alone names nothing durable: the kernel reuses it, and a ledger row from before a reboot can
 name a process that has nothing to do with us. A ``StartToken`` pins a pid to one process: the
 kernel boot id (``/proc/sys/kernel/random/boot_id``) plus the process start time. On Linux the
-comparison uses the start time in clock ticks since boot (field 22 of ``/proc/<pid>/stat``),
+comparison uses the start time in clock ticks since boot (``procstat``: field 22 of the stat line),
 which never changes; psutil's ``create_time()`` (seconds since the epoch) is kept for people and
 for other platforms, but it is derived from the wall clock and can drift by a second when the
 clock is stepped, so it is not exact enough to tell two processes apart on Linux.
@@ -21,6 +21,8 @@ import sys
 
 import msgspec
 import psutil
+
+from supervisor.proc.procstat import read_stat
 
 ENV_STATE_DIR = "CORRAL_STATE_DIR"
 """The marker naming the state directory of the daemon that spawned a process (or its ancestor)."""
@@ -89,15 +91,11 @@ def _start_ticks(pid: int) -> int | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
+        return read_stat(pid).start_ticks
     except FileNotFoundError:
         raise psutil.NoSuchProcess(pid) from None
-    except OSError:
+    except (OSError, ValueError):
         return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ")".
-    # Field 3 (state) is index 0 of the rest, so field 22 (starttime) is index 19.
-    return int(stat.rpartition(b")")[2].split()[19])
 
 
 def marker_env(state_dir: str | None, child_key: str) -> dict[str, str]:

@@ -24,7 +24,8 @@ import trio
 
 from supervisor.proc import prctl
 from supervisor.proc import reaper
-from supervisor.proc.identity import read_marker
+from supervisor.proc.procstat import read_stat
+from supervisor.proc.identity import StartToken, read_marker, same_process, token_of
 
 
 _SIGNALLED: set[int] = set()
@@ -34,7 +35,8 @@ def signal_group(pgid: int, sig: signal.Signals) -> bool:
     """Send ``sig`` to process group ``pgid``; False if the group is gone or not ours to signal.
 
     The group is remembered as signalled by us (``was_signalled``) until ``forget_signalled``,
-    so a ``Child`` whose group anyone in the daemon killed reports ``killed``, not ``crashed``.
+    so a ``ProcessChild`` whose group anyone in the daemon killed reports ``killed``, not
+    ``crashed``.
     """
     _SIGNALLED.add(pgid)
     try:
@@ -54,6 +56,29 @@ def forget_signalled(pgids: Iterable[int]) -> None:
     _SIGNALLED.difference_update(pgids)
 
 
+def kill_now(leader: int, token: StartToken, child_key: str) -> bool:
+    """SIGKILL ``leader`` and its family now if it is the process ``token`` names; whether it was.
+
+    The family (``Family``: descendants, members of the group ``leader`` leads, marked strays) is
+    surveyed before the kill, and each member is signalled through psutil, which checks its
+    identity. The group is signalled by id only while ``leader`` is our unreaped child
+    (``reaper.pinned``): the id can name no one else then. Blocking: reads ``/proc``.
+    """
+    try:
+        proc = psutil.Process(leader)
+        if not same_process(token, token_of(proc)):
+            return False
+    except psutil.Error:
+        return False
+    family = Family(leader, leader, child_key)
+    family.survey(leader_alive=True)
+    with reaper.pinned(leader) as ours:
+        if ours:
+            signal_group(leader, signal.SIGKILL)
+    signal_all([proc, *family.members], signal.SIGKILL)
+    return True
+
+
 def process_table() -> dict[int, tuple[int, int]]:
     """Every process as ``pid -> (ppid, pgid)``, in one pass (``/proc/<pid>/stat`` on Linux)."""
     if not os.path.isdir("/proc/self"):
@@ -63,13 +88,10 @@ def process_table() -> dict[int, tuple[int, int]]:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
+            stat = read_stat(int(name))
+        except (OSError, ValueError):
             continue
-        # Fields after the command name: state, ppid, pgrp, ...
-        fields = stat.rpartition(b")")[2].split()
-        table[int(name)] = (int(fields[1]), int(fields[2]))
+        table[int(name)] = (stat.ppid, stat.pgid)
     return table
 
 
@@ -92,7 +114,7 @@ def marked_in(table: dict[int, tuple[int, int]], child_key: str) -> set[int]:
     """The pids in ``table`` whose environment marker names ``child_key``.
 
     As a subreaper the daemon is the parent of every orphan in its tree, so only its own
-    children (other than live ``Child`` leaders) are read; otherwise every process is.
+    children (other than live ``ProcessChild`` leaders) are read; otherwise every process is.
     """
     me = os.getpid()
     if prctl.is_child_subreaper():

@@ -23,7 +23,6 @@ import sys
 from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
-PR_GET_PDEATHSIG = 2
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 
@@ -51,15 +50,6 @@ def is_child_subreaper() -> bool:
     flag = ctypes.c_int(0)
     _prctl(PR_GET_CHILD_SUBREAPER, ctypes.addressof(flag))
     return flag.value != 0
-
-
-def parent_death_signal() -> int:
-    """The parent-death signal of this process (0 for none); for tests and diagnostics."""
-    if _libc is None:
-        return 0
-    sig = ctypes.c_int(0)
-    _prctl(PR_GET_PDEATHSIG, ctypes.addressof(sig))
-    return sig.value
 
 
 def parent_death_hook(sig: signal.Signals) -> Callable[[], None] | None:

@@ -1,4 +1,4 @@
-"""Forking children: one long-lived spawner thread, pipes as trio streams, typed launch errors.
+"""Forking children: one long-lived spawner thread, pipes as trio streams, typed spawn errors.
 
 Why not ``trio.lowlevel.open_process``: it forks in trio's cached worker threads, and those exit
 after ten idle seconds. The kernel delivers ``PR_SET_PDEATHSIG`` when the *thread* that forked a
@@ -7,7 +7,7 @@ fork happens in one daemon thread, started on first use and alive until the proc
 makes the parent-death signal mean "the daemon died". The thread also enters the new pid in the
 reaper's live table under the table lock, so the orphan reaper can never mistake it for an orphan.
 
-Exit is observed through a pidfd (``Child`` does that), and reaping is the ``Child``'s job, so the
+Exit is observed through a pidfd (``ProcessChild`` does that), and reaping is its job too, so the
 ``subprocess.Popen`` object is used only to fork and exec: it reports exec failures (a missing
 binary, a bad cwd) as ``OSError`` with the errno, which becomes ``LaunchFailed``.
 """
@@ -34,7 +34,7 @@ _T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
-class Launched:
+class Spawned:
     """A freshly forked child: its pid (already in the live table) and our ends of its pipes."""
 
     pid: int
@@ -44,13 +44,13 @@ class Launched:
     stderr: trio.lowlevel.FdStream
 
 
-async def launch(
+async def spawn(
     argv: Sequence[str],
     *,
     cwd: str | None,
     env: Mapping[str, str],
     death_signal: signal.Signals | None,
-) -> Launched:
+) -> Spawned:
     """Fork and exec ``argv`` in a new session with piped stdin/stdout/stderr.
 
     Raises ``LaunchFailed`` (``data``: errno, strerror, filename, argv0) if the exec or the
@@ -75,7 +75,7 @@ async def launch(
             raise LaunchFailed(f"cannot start {argv[0]!r}: {exc}", data={"argv0": argv[0]}) from exc
         streams = [trio.lowlevel.FdStream(fd) for fd in ours]
         fds.clear()
-        return Launched(popen.pid, popen, *streams)
+        return Spawned(popen.pid, popen, *streams)
     finally:
         for fd in fds:
             os.close(fd)
@@ -147,21 +147,12 @@ class _Spawner:
                 self._thread.start()
         self._jobs.put(job)
 
-    @property
-    def thread(self) -> threading.Thread | None:
-        return self._thread
-
     def _run(self) -> None:
         while True:
             self._jobs.get()()
 
 
 _SPAWNER = _Spawner()
-
-
-def spawner_thread() -> threading.Thread | None:
-    """The thread every child is forked from (None before the first spawn); for diagnostics."""
-    return _SPAWNER.thread
 
 
 async def _in_spawner_thread(fn: Callable[[], _T]) -> _T:

@@ -25,7 +25,8 @@ from actors.session import meta as meta_module
 from actors.session.meta import SessionMeta, read_meta
 from protocol import events as ev
 from protocol.messages import SessionPrompt, SessionSetModel
-from supervisor.config import ChildrenConfig, SessionsConfig
+from actors.session.config import SessionsConfig
+from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.spec import ExitStatus
 from supervisor.tree import Backoff
 

@@ -12,7 +12,8 @@ from actors.harness import HarnessRequest
 from actors.session.child import Harness
 from actors.session.messages import ChildExited, ChildFrame, ChildSpawned, ChildSpawnFailed, Input
 from protocol.errors import ActorGone, ChildExited as ChildExitedError
-from supervisor.config import ChildrenConfig, SessionsConfig
+from actors.session.config import SessionsConfig
+from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.spec import ExitStatus
 
 from .scripted import ScriptedDriver

@@ -46,7 +46,7 @@ from protocol.messages import (
     SessionSetModel,
 )
 from protocol.models import Permissions
-from supervisor.config import SessionsConfig
+from actors.session.config import SessionsConfig
 from supervisor.proc.spec import ExitStatus
 
 from .scripted import GOODBYE, ScriptedDriver, line

@@ -21,7 +21,7 @@ from actors.session.sessions import SessionTable
 from protocol.errors import BadRequest
 from protocol.messages import SessionCreate
 from protocol.models import McpServer
-from supervisor.config import Config
+from actors.app import Config
 from supervisor.ledger.store import Ledger
 
 

@@ -17,7 +17,7 @@ from actors.session.sessions import SessionTable
 from protocol.errors import SessionClosed, StorageFailed
 from protocol.events import Result
 from protocol.messages import SessionCreate
-from supervisor.config import Config
+from actors.app import Config
 from actors.app import drivers
 from supervisor.ledger.store import Ledger
 

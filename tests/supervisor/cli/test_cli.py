@@ -268,8 +268,9 @@ async def test_attach_on_a_terminal_asks_and_answers(state: Path, short_dir: Pat
                 out = await _read_until(process.stdout, "? [y/N/a(lways)] ")
                 assert 'allow bash {"command": "echo hi"}? [y/N/a(lways)] ' in out
                 os.write(terminal, b"y\n")
-                out = await _read_until(process.stdout, "— end_turn")
+                out += await _read_until(process.stdout, "— end_turn")
                 assert "permission p1: allow (by c-" in out and "✓ bash [exec] completed hi" in out
+                assert out.count("allow bash") == 1  # not again after "· waiting"
 
                 await client.prompt(sid, "/ask echo two")  # answered elsewhere: the question goes
                 await _read_until(process.stdout, "? [y/N/a(lways)] ")

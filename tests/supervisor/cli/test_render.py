@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from protocol.events import (
     Assistant,
@@ -69,14 +70,49 @@ def test_result_error_status_exit_permission_lines() -> None:
         "permission p1: deny (by c-2)"
 
 
-def test_an_open_question_stays_the_last_line() -> None:
+def _screen(written: str) -> list[str]:
+    """The lines a terminal shows for ``written``: ``\\r`` and erase-line applied."""
+    lines, current = [], ""
+    for part in re.split(r"(\n|\r\x1b\[2K)", written):
+        if part == "\n":
+            lines.append(current)
+            current = ""
+        elif part == "\r\x1b[2K":
+            current = ""
+        else:
+            current += part
+    return [*lines, current] if current else lines
+
+
+PERMISSION = Permission(permission_id="p1", tool="bash", kind="exec", input={"command": "rm"})
+
+
+def test_a_question_is_printed_once_when_lines_arrive_under_it() -> None:
+    """``corral attach`` printed the question before and after ``· waiting``."""
     out = io.StringIO()
     renderer = Renderer(out)
+    renderer.render(PERMISSION)
     renderer.ask("allow? ")
     renderer.render(Status(state="waiting"))
-    renderer.answered(echoed=False)
+    renderer.answered(echoed=True)
     renderer.render(Status(state="running"))
-    assert out.getvalue() == "allow? \n· waiting\nallow? \n· running\n"
+    assert out.getvalue().count("allow? ") == 1
+    assert out.getvalue().endswith("allow? \n· waiting\n· running\n")
+
+
+def test_on_a_terminal_a_question_stays_the_last_line_shown_once() -> None:
+    out = io.StringIO()
+    renderer = Renderer(out, terminal=True)
+    renderer.render(PERMISSION)
+    renderer.ask("allow? ")
+    renderer.render(Status(state="waiting"))
+    renderer.render(Assistant(text="hm", delta=True))
+    renderer.render(Assistant(text="hm"))
+    asked = _screen(out.getvalue())
+    assert asked[1:] == ["· waiting", "hm", "allow? "]
+    renderer.answered(echoed=False)  # withdrawn: decided elsewhere
+    renderer.render(PermissionDecided(permission_id="p1", decision="deny", by="c-2"))
+    assert _screen(out.getvalue())[1:] == ["· waiting", "hm", "permission p1: deny (by c-2)"]
 
 
 def test_short_cuts_and_flattens() -> None:

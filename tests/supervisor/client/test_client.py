@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 from pathlib import Path
@@ -31,8 +32,9 @@ from protocol.errors import (
 from protocol.events import Assistant, Exit, Permission, PermissionDecided, Result, Status, Tool
 from protocol.messages import SessionList, SessionListResult
 from supervisor.client.api import ConnectionLost, open_client, open_client_on
-from supervisor.config import Config, DaemonConfig, LoadedConfig
-from actors.app import serve as run_daemon
+from supervisor.config import LoadedConfig
+from supervisor.server.config import DaemonConfig
+from actors.app import Config, serve as run_daemon
 from supervisor.client.follow import follow_session
 from supervisor.statedir import DaemonFile, StateDir
 
@@ -61,7 +63,7 @@ class _Daemon:
         info: DaemonFile = await self.nursery.start(self._run, loaded)
         return info
 
-    async def _run(self, loaded: LoadedConfig, *, task_status: trio.TaskStatus[DaemonFile]) -> None:
+    async def _run(self, loaded: LoadedConfig[Config], *, task_status: trio.TaskStatus[DaemonFile]) -> None:
         try:
             await run_daemon(self.root, loaded, port=0, task_status=task_status)
         finally:
@@ -370,3 +372,21 @@ async def test_errors_in_the_block_propagate_unwrapped(autojump_clock: trio.test
     with pytest.raises(KeyError):
         async with open_client_on(stream, "t"):
             raise KeyError("mine")
+
+
+async def test_discovery_reads_its_files_off_the_event_loop(
+    short_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop_thread = threading.get_ident()
+    readers: list[int] = []
+    read = StateDir.read_daemon_file
+
+    def spy(self: StateDir) -> DaemonFile | None:
+        readers.append(threading.get_ident())
+        return read(self)
+
+    monkeypatch.setattr(StateDir, "read_daemon_file", spy)
+    with pytest.raises(DaemonNotRunning):
+        async with open_client(short_dir / "no-daemon"):
+            pass
+    assert readers and loop_thread not in readers

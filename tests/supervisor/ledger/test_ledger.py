@@ -14,6 +14,7 @@ import psutil
 import pytest
 import trio
 
+from protocol.errors import StorageFailed
 from supervisor.ledger import store as ledger_module
 from supervisor.proc.identity import (
     ENV_CHILD_KEY,
@@ -33,6 +34,7 @@ from supervisor.ledger.store import (
 )
 from supervisor.ledger.reconcile import ReconcileReport, reconcile
 from supervisor.proc.child import ExitStatus, ProcessSpec, open_child
+from tests.fakes.procs import command
 from tests.fakes.proctools import is_dead, processes, start_python, subreaper, wait_dead
 
 pytestmark = pytest.mark.usefixtures("subreaper")
@@ -197,9 +199,9 @@ async def test_a_corrupt_ledger_is_set_aside_and_reported(tmp_path: Path, conten
     assert load(str(state / LEDGER_FILE)) == ([], None)
     (state / LEDGER_FILE).write_bytes(content)
     ledger = Ledger(state)
-    assert ledger.corrupt is not None and ledger.rows() == []
     await ledger.add(row_for("k", 1, start_token(1)))
     assert [r.key for r in load(ledger.path)[0]] == ["k"]
+    assert len(list(state.glob(f"{LEDGER_FILE}.corrupt-*"))) == 2  # reconcile's, then the ledger's
 
 
 async def test_reconcile_without_a_state_dir_is_a_no_op(tmp_path: Path) -> None:
@@ -215,7 +217,6 @@ async def test_rows_are_atomic_durable_and_kept_across_instances(tmp_path: Path)
     await ledger.add(b)
     await ledger.add(replace(a, kind="replaced"))
     assert [(r.key, r.kind) for r in load(ledger.path)[0]] == [("a", "replaced"), ("b", "test")]
-    assert [r.key for r in Ledger(tmp_path).rows()] == ["a", "b"]
     await ledger.remove("a")
     await ledger.remove("missing")
     assert load(ledger.path)[0] == [b]
@@ -241,6 +242,64 @@ async def test_concurrent_writes_are_coalesced(
     assert writes[-1] == 50 and len(writes) < 50
 
 
+async def test_rows_another_process_left_are_kept_until_reconciled_and_never_reported(
+    tmp_path: Path,
+) -> None:
+    write(str(tmp_path / LEDGER_FILE), [row_for("crashed", 1, start_token(1))])
+    ledger = Ledger(tmp_path)
+    await ledger.add(row_for("mine", 1, start_token(1)))
+    assert [r.key for r in ledger.rows()] == ["mine"]
+    assert [r.key for r in load(ledger.path)[0]] == ["crashed", "mine"]
+    await ledger.remove("mine")
+    assert [r.key for r in load(ledger.path)[0]] == ["crashed"]
+
+
+async def test_rows_a_crashed_daemon_left_are_gone_once_reconciled(tmp_path: Path) -> None:
+    """The daemon builds its ``Ledger`` before it reconciles: the old rows must not come back."""
+    write(str(tmp_path / LEDGER_FILE), [row_for("crashed", 1, replace(start_token(1), boot_id="old"))])
+    ledger = Ledger(tmp_path)
+    report = await trio.to_thread.run_sync(reconcile, tmp_path)
+    assert [r.key for r in report.stale] == ["crashed"]
+    with trio.fail_after(30):
+        async with open_child(ProcessSpec(key="k", argv=["sleep", "1000"], shutdown=0), ledger=ledger):
+            assert [r.key for r in load(ledger.path)[0]] == [ledger.rows()[0].key]
+    assert load(ledger.path) == ([], None)
+
+
+async def test_a_cancelled_remove_still_drops_the_row(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    await ledger.add(row_for("k", 1, start_token(1)))
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await ledger.remove("k")
+    assert load(ledger.path) == ([], None)
+
+
+async def test_a_removal_whose_write_failed_is_written_by_the_next_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = Ledger(tmp_path)
+    await ledger.add(row_for("a", 1, start_token(1)))
+    await ledger.add(row_for("b", 1, start_token(1)))
+
+    def failing(path: str, rows: list[LedgerRow]) -> None:
+        raise StorageFailed("disk full")
+
+    monkeypatch.setattr(ledger_module, "write", failing)
+    with pytest.raises(StorageFailed):
+        await ledger.remove("a")
+    monkeypatch.setattr(ledger_module, "write", write)
+    await ledger.remove("a")  # already gone from memory: the retry is the whole point
+    assert [r.key for r in load(ledger.path)[0]] == ["b"]
+
+
+async def test_constructing_a_ledger_touches_no_file(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "state")
+    assert not (tmp_path / "state").exists()
+    await ledger.add(row_for("k", 1, start_token(1)))
+    assert os.stat(tmp_path / "state").st_mode & 0o777 == 0o700
+
+
 async def test_kill_recorded_kills_recorded_children_only(tmp_path: Path, bystanders: Procs) -> None:
     ledger = Ledger(tmp_path)
     unrelated = sleep_proc(bystanders)
@@ -250,7 +309,42 @@ async def test_kill_recorded_kills_recorded_children_only(tmp_path: Path, bystan
     await ledger.add(row_for("unrelated", unrelated.pid, other_token))
     with trio.fail_after(30):
         async with open_child(ProcessSpec(key="k", argv=["sleep", "1000"]), ledger=ledger) as child:
-            assert ledger.kill_recorded() == [child.pid]
+            assert await trio.to_thread.run_sync(ledger.kill_recorded) == [child.pid]
             assert await child.wait() == ExitStatus(reason="killed", signal="SIGKILL")
     assert unrelated.poll() is None
     assert boot_id() == token.boot_id
+
+
+async def test_kill_recorded_never_signals_a_group_its_leader_does_not_pin(
+    tmp_path: Path, bystanders: Procs
+) -> None:
+    """A live group whose id a row names but whose leader is not that row's process is not hit."""
+    ledger = Ledger(tmp_path)
+    stranger = sleep_proc(bystanders)  # leads its own group
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    await ledger.add(replace(row_for("dead", gone.pid, start_token(stranger.pid)), pgid=stranger.pid))
+    with trio.fail_after(30):
+        spec = ProcessSpec(key="k", argv=["sleep", "1000"])
+        async with open_child(spec, ledger=ledger) as child:
+            row = next(r for r in ledger.rows() if r.pid == child.pid)
+            await ledger.add(replace(row, pgid=stranger.pid))  # a row naming a reused group id
+            assert await trio.to_thread.run_sync(ledger.kill_recorded) == [child.pid]
+            assert await child.wait() == ExitStatus(reason="killed", signal="SIGKILL")
+    assert stranger.poll() is None
+
+
+async def test_kill_recorded_reaches_descendants_that_left_the_group(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    # Everyone ignores SIGTERM, and the close sequence would wait 60 s before its SIGKILL:
+    # whatever dies within seconds was killed by kill_recorded.
+    argv = command("sleeper", "--ignore-term", "--stay", "--grandchild", "same",
+                   "--grandchild", "setsid", "--grandchild", "orphan")
+    spec = ProcessSpec(key="family", argv=argv, shutdown=60)
+    with trio.fail_after(30):
+        async with open_child(spec, ledger=ledger) as child:
+            family = processes(json.loads(await child.receive_frame())["grandchildren"])
+            assert len(family) == 3
+            assert await trio.to_thread.run_sync(ledger.kill_recorded) == [child.pid]
+            assert await wait_dead([psutil.Process(child.pid), *family], timeout=5) == []
+    assert child.status == ExitStatus(reason="killed", signal="SIGKILL")

@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 from pathlib import Path
 
 import msgspec
@@ -19,7 +20,7 @@ import trio.testing
 from protocol.errors import ChildExited, FrameTooLarge, LaunchFailed, StorageFailed
 from supervisor.proc import reaper
 from supervisor.proc.identity import read_marker, same_process, start_token
-from supervisor.proc.spawn import launch
+from supervisor.proc.spawn import spawn
 from supervisor.ledger.store import Ledger, argv_hash
 from supervisor.proc.child import ExitStatus, ProcessSpec, open_child, run_child
 from tests.fakes.procs import command
@@ -94,7 +95,7 @@ async def test_env_overrides_and_unset() -> None:
             "print(json.dumps([os.environ.get('A'), 'CORRAL_TEST_UNSET_ME' in os.environ]))"
         )
         env = {"A": "b", "CORRAL_TEST_UNSET_ME": None}
-        spec = ProcessSpec(key="env", argv=["python3", "-c", script], env=env)
+        spec = ProcessSpec(key="env", argv=[sys.executable, "-c", script], env=env)
         with trio.fail_after(30):
             async with open_child(spec) as child:
                 assert json.loads(await child.receive_frame()) == ["b", False]
@@ -161,6 +162,19 @@ async def test_grandchildren_in_the_group_in_a_new_session_and_orphaned_are_kill
             assert os.getsid(family[1].pid) != os.getsid(child.pid)
     assert await wait_dead(family, timeout=1) == []
     assert await wait_no_descendants(timeout=5) == []
+
+
+async def test_a_grandchild_that_left_the_group_gets_sigterm_with_it() -> None:
+    """Without the SIGTERM it would be waited for until the whole grace is spent, then killed."""
+    spec = ProcessSpec(key="detached", argv=sleeper("--stay", "--grandchild", "setsid"), shutdown=20)
+    with trio.fail_after(30):
+        async with open_child(spec) as child:
+            family = processes(json.loads(await child.receive_frame())["grandchildren"])
+            start = trio.current_time()
+            os.kill(child.pid, signal.SIGKILL)  # a crash: the close sequence cleans up after it
+            await child.wait()
+            assert trio.current_time() - start < 5
+            assert await wait_dead(family, timeout=1) == []
 
 
 LAUNCHERS = {
@@ -279,37 +293,40 @@ async def test_cancelling_run_child_closes_the_child(tmp_path: Path) -> None:
     assert ledger.rows() == []
 
 
-async def test_kill_group_and_send_after_exit() -> None:
+async def test_send_after_exit_is_child_exited() -> None:
     with trio.fail_after(30):
         async with open_child(ProcessSpec(key="k", argv=["sleep", "1000"])) as child:
-            child.kill_group()
-            assert await child.wait() == ExitStatus(reason="killed", signal="SIGKILL")
+            os.kill(child.pid, signal.SIGKILL)
+            assert await child.wait() == ExitStatus(reason="crashed", signal="SIGKILL")
             with pytest.raises(ChildExited):
                 await child.send(b"late\n")
 
 
 async def test_parent_death_signal_is_set_from_the_long_lived_spawner_thread() -> None:
-    script = "from supervisor.proc.prctl import parent_death_signal as p; print(p())"
+    script = (  # PR_GET_PDEATHSIG (2) reads the calling process's parent-death signal
+        "import ctypes; sig = ctypes.c_int(0);"
+        "ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)"
+    )
     with trio.fail_after(30):
         for death, expected in [("SIGTERM", signal.SIGTERM), (None, 0)]:
-            spec = ProcessSpec(key="pd", argv=["python3", "-c", script], death_signal=death)
+            spec = ProcessSpec(key="pd", argv=[sys.executable, "-c", script], death_signal=death)
             async with open_child(spec) as child:
                 assert int(await child.receive_frame()) == expected
 
 
 async def test_orphan_reaper_never_takes_a_live_childs_status() -> None:
     with trio.fail_after(30):
-        argv = ["python3", "-c", "raise SystemExit(7)"]
-        launched = await launch(argv, cwd=None, env=dict(os.environ), death_signal=None)
-        proc = psutil.Process(launched.pid)
+        argv = [sys.executable, "-c", "raise SystemExit(7)"]
+        spawned = await spawn(argv, cwd=None, env=dict(os.environ), death_signal=None)
+        proc = psutil.Process(spawned.pid)
         while proc.status() != psutil.STATUS_ZOMBIE:
             await trio.sleep(0.01)
         assert reaper.orphan_zombies() == set()
         assert reaper.reap_orphans() == []
-        assert os.waitid(os.P_PID, launched.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-        assert reaper._reap_owned(launched.pid)
-        launched.popen.returncode = 7
-        for stream in (launched.stdin, launched.stdout, launched.stderr):
+        assert os.waitid(os.P_PID, spawned.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        assert reaper._reap_owned(spawned.pid)
+        spawned.popen.returncode = 7
+        for stream in (spawned.stdin, spawned.stdout, spawned.stderr):
             stream.close()
 
 
