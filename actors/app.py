@@ -49,6 +49,7 @@ from protocol.messages import (
     SessionPermission,
     SessionPrompt,
     SessionResult,
+    SessionResume,
     SessionSetModel,
 )
 from supervisor import __version__
@@ -164,6 +165,8 @@ class App:
                 return SessionListResult(sessions=self.sessions.infos())
             case LspList():
                 return LspListResult(servers=self.lsp.infos())
+            case SessionResume():
+                return SessionResult(session=await self.sessions.resume(request))
             case SessionGet(session_id=sid):
                 return SessionResult(session=self.sessions.get(sid).info())
             case SessionClose(session_id=sid) if not isinstance(self.sessions.get(sid), Session):

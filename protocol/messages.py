@@ -133,6 +133,17 @@ class SessionClose(Request, tag="session.close", kw_only=True, frozen=True):
     session_id: str
 
 
+class SessionResume(Request, tag="session.resume", kw_only=True, frozen=True):
+    """Reopen a ``closed`` or ``failed`` session whose harness can resume: same id, its log
+    continues (``restarted {reason: "resumed"}``), a new child resumes the vendor conversation.
+
+    ``env`` is given again because a session's env values are never stored (only their keys).
+    """
+
+    session_id: str
+    env: dict[str, str] | None = None
+
+
 class LspList(Request, tag="lsp.list", kw_only=True, frozen=True):
     """List the language servers running (or failed) under the daemon, one per (root, server)."""
 
@@ -151,6 +162,7 @@ ClientRequest = (
     | SessionPermission
     | SessionSetModel
     | SessionClose
+    | SessionResume
     | LspList
 )
 """Every request a client may send after the handshake."""
@@ -160,7 +172,7 @@ REQUEST_TYPES: dict[str, type[Request]] = {
     for cls in (
         DaemonStatus, DaemonShutdown, HarnessList, SessionCreate, SessionList, SessionGet,
         SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
-        SessionPermission, SessionSetModel, SessionClose, LspList,
+        SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList,
     )
 }
 
@@ -246,6 +258,7 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.create": SessionResult,
     "session.list": SessionListResult,
     "session.get": SessionResult,
+    "session.resume": SessionResult,
     "session.subscribe": SubscribeResult,
     "session.unsubscribe": Empty,
     "session.prompt": PromptResult,

@@ -105,11 +105,12 @@ class Session:
     """The handle the daemon and connection actors hold; its methods are the session's API."""
 
     def __init__(self, meta: SessionMeta, request: HarnessRequest, deps: SessionDeps,
-                 log: EventLog, frame_log: FrameLog | None = None) -> None:
+                 log: EventLog, frame_log: FrameLog | None = None, *, resumed: bool = False) -> None:
         self.deps = deps
         self.log = log
         self.feed = Feed(log)
-        self.core = SessionCore(meta, request, deps.driver, deps.sessions, now=trio.current_time())
+        self.core = SessionCore(meta, request, deps.driver, deps.sessions, now=trio.current_time(),
+                                resumed=resumed)
         self.closed = trio.Event()
         """Set once the session has ended and its log is closed."""
         self._frame_log = frame_log

@@ -42,6 +42,7 @@ class SessionsConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     fsync_interval: _Seconds = 0.1
     inbox_size: _Capacity = 256
     memory_tail: _Count = 2048  # events kept in memory per session for fast replay
+    resume_on_boot: bool = False  # resume the sessions the last daemon closed as it stopped or crashed
 
 
 class HarnessConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -129,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     answer.add_argument("--deny", action="store_true", help="deny it")
     answer.add_argument("--always", action="store_true", help="allow it from now on")
     command("close", _close, "Close a session.").add_argument("id", metavar="ID")
+    sub = command("resume", _resume, "Reopen a closed or failed session where its conversation left off.")
+    sub.add_argument("id", metavar="ID")
+    sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", type=_pair,
+                     help="environment for the harness only (repeatable; never stored)")
     sub = command("logs", _logs, "Print a session's events.")
     sub.add_argument("id", metavar="ID")
     sub.add_argument("--from", dest="from_seq", type=int, default=1, metavar="N")
@@ -293,6 +297,15 @@ def _close(args: argparse.Namespace) -> None:
             await client.close(args.id)
 
     trio.run(close)
+
+
+def _resume(args: argparse.Namespace) -> None:
+    async def resume() -> SessionInfo:
+        async with open_client(_state(args)) as client:
+            return await client.resume(args.id, env=dict(args.env) or None)
+
+    info = trio.run(resume)
+    print(f"{info.id} {info.state}")
 
 
 def _logs(args: argparse.Namespace) -> None:

@@ -61,6 +61,7 @@ from protocol.messages import (
     SessionPermission,
     SessionPrompt,
     SessionResult,
+    SessionResume,
     SessionSetModel,
     SessionSubscribe,
     SessionUnsubscribe,
@@ -185,6 +186,10 @@ class Client:
                                 prompt=prompt, permissions=permissions, env=env,
                                 mcp_servers=mcp_servers, options=options)
         return (await self._call(message, SessionResult)).session
+
+    async def resume(self, session_id: str, *, env: dict[str, str] | None = None) -> SessionInfo:
+        """Reopen a closed or failed session whose harness can resume (same id, log continues)."""
+        return (await self._call(SessionResume(id=0, session_id=session_id, env=env), SessionResult)).session
 
     async def sessions(self) -> list[SessionInfo]:
         return (await self._call(SessionList(id=0), SessionListResult)).sessions
