@@ -18,6 +18,7 @@ from .models import (
     DaemonInfo,
     Detection,
     McpServer,
+    McpServerInfo,
     Permissions,
     SessionInfo,
 )
@@ -133,6 +134,16 @@ class SessionClose(Request, tag="session.close", kw_only=True, frozen=True):
     session_id: str
 
 
+class McpList(Request, tag="mcp.list", kw_only=True, frozen=True):
+    """List every MCP server the daemon supervises, with its state, pid and tools."""
+
+
+class McpRestart(Request, tag="mcp.restart", kw_only=True, frozen=True):
+    """Restart one MCP server (a ``failed`` one included); answered once it runs or fails again."""
+
+    name: str
+
+
 ClientRequest = (
     DaemonStatus
     | DaemonShutdown
@@ -147,6 +158,8 @@ ClientRequest = (
     | SessionPermission
     | SessionSetModel
     | SessionClose
+    | McpList
+    | McpRestart
 )
 """Every request a client may send after the handshake."""
 
@@ -155,7 +168,7 @@ REQUEST_TYPES: dict[str, type[Request]] = {
     for cls in (
         DaemonStatus, DaemonShutdown, HarnessList, SessionCreate, SessionList, SessionGet,
         SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
-        SessionPermission, SessionSetModel, SessionClose,
+        SessionPermission, SessionSetModel, SessionClose, McpList, McpRestart,
     )
 }
 
@@ -195,6 +208,14 @@ class PromptResult(Data, kw_only=True, frozen=True):
     delivery: Delivery
 
 
+class McpListResult(Data, kw_only=True, frozen=True):
+    servers: list[McpServerInfo]
+
+
+class McpServerResult(Data, kw_only=True, frozen=True):
+    server: McpServerInfo
+
+
 RESULT_TYPES: dict[str, type[Data]] = {
     "daemon.status": DaemonStatusResult,
     "daemon.shutdown": Empty,
@@ -209,6 +230,8 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.permission": Empty,
     "session.set_model": Empty,
     "session.close": Empty,
+    "mcp.list": McpListResult,
+    "mcp.restart": McpServerResult,
 }
 """The result shape of each method, for clients that decode ``ok.result``."""
 

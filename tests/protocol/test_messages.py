@@ -60,6 +60,7 @@ def test_request_methods_are_exactly_the_protocol_table() -> None:
         "daemon.status", "daemon.shutdown", "harness.list", "session.create", "session.list",
         "session.get", "session.subscribe", "session.unsubscribe", "session.prompt",
         "session.interrupt", "session.permission", "session.set_model", "session.close",
+        "mcp.list", "mcp.restart",
     }
     assert set(messages.RESULT_TYPES) == set(messages.REQUEST_TYPES)
 

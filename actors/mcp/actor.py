@@ -1,0 +1,407 @@
+"""One supervised MCP server: its connection, its restarts, its cached lists, and its calls.
+
+Theory of operation
+-------------------
+An ``McpActor`` is a permanent child of the ``mcp`` supervisor. Its task (``run``) owns the
+server's connection (``actors.mcp.connection``): nothing runs until the first use (``call``,
+``tools``, ``restart``) sets ``wanted``; then the loop connects, lists tools, resources and
+prompts, publishes the connection (state ``running``) and waits for it to end.
+
+An end the actor did not ask for (the process exited, the HTTP session broke, the start or the
+handshake failed or took longer than ``startup_timeout``) is a crash, decided by the tree's
+restart planner (``RestartTracker``) under the session restart policy: the first restart in a
+period is immediate, later ones wait out the backoff (state ``starting``, no pid), and past the
+intensity the server is ``failed``: no process runs and every call fails at once with
+``mcp.server_failed``, while its last tool list stays listed, until ``restart``.
+
+Calls run in the caller's task, concurrently, on the published connection: the SDK multiplexes
+them. Each call is bounded (``call_timeout``): on expiry or cancellation the SDK sends MCP's
+``notifications/cancelled`` for it. A call in flight when the connection is lost is cancelled
+at once and fails with ``mcp.server_crashed``; it is not retried (a tool may have side effects).
+
+Lists are refreshed on change notifications: ``notifications/*/list_changed`` (2025-11-25) or,
+when 2026-07-28 is negotiated, the events of a ``subscriptions/listen`` stream the actor keeps
+open. A refresh replaces the cache whole, so a new tool is offered from the next listing on.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any, Literal
+
+import mcp_types
+import trio
+from mcp.client.subscriptions import SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from actors.mcp.config import Definition
+from actors.mcp.connection import Connection, connect
+from actors.mcp.results import CallOutcome, ToolInfo, bound_result, full_name, tool_info
+from protocol.errors import (
+    CorralError,
+    McpCallFailed,
+    McpCallTimeout,
+    McpServerCrashed,
+    McpServerFailed,
+    McpStartFailed,
+    McpUnknownTool,
+)
+from protocol.models import McpServerInfo, McpServerState
+from supervisor.ledger import Ledger
+from supervisor.proc import ExitStatus
+from supervisor.tree import GiveUp, RestartPolicy, RestartTracker
+
+__all__ = ["ActorDeps", "McpActor"]
+
+log = logging.getLogger("corral.mcp")
+
+Allow = frozenset[str] | None
+"""An allow-list of bare tool names; ``None`` allows every tool."""
+_PAGE_CAP = 100  # pages of a list walk: a server whose cursor never ends cannot hang a refresh
+_Kind = Literal["tools", "resources", "prompts"]
+
+
+class ActorDeps:
+    """What every MCP actor shares: the restart policy, the ledger and the output limits."""
+
+    def __init__(self, *, policy: RestartPolicy, ledger: Ledger | None, frame_limit: int = 16 << 20,
+                 stderr_lines: int = 200, max_result_bytes: int = 1 << 20, mode: str = "auto",
+                 rng: random.Random | None = None) -> None:
+        self.policy = policy
+        self.ledger = ledger
+        self.frame_limit = frame_limit
+        self.stderr_lines = stderr_lines
+        self.max_result_bytes = max_result_bytes
+        self.mode = mode  # "auto" negotiates the newest era the server speaks; tests pin "legacy"
+        self.rng = rng
+
+
+class McpActor:
+    """The handle of one MCP server actor; its methods are the server's API."""
+
+    def __init__(self, name: str, definition: Definition, deps: ActorDeps) -> None:
+        self.name = name
+        self.definition = definition
+        self.deps = deps
+        self.state: McpServerState = "idle"
+        self.restarts = 0
+        self.last_error: str | None = None
+        self.tools: list[mcp_types.Tool] = []
+        self.resources: list[mcp_types.Resource] = []
+        self.prompts: list[mcp_types.Prompt] = []
+        self.starts = 0
+        self._live: Connection | None = None
+        self._wanted = trio.Event()
+        self._changed = trio.Event()
+        self._kick = trio.Event()  # restart asked: end the current connection or leave `failed`
+        self._dirty: set[_Kind] = set()
+        self._dirty_event = trio.Event()
+        self._tracker = RestartTracker(deps.policy, rng=deps.rng)
+
+    # --- the API ---------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        live = self._live
+        return live.pid if live is not None and self.state == "running" else None
+
+    def info(self) -> McpServerInfo:
+        """A snapshot for ``mcp.list``."""
+        return McpServerInfo(name=self.name, state=self.state, pid=self.pid,
+                             tools=[info.name for info in self.tool_infos(allow=self.definition.tools)],
+                             restarts=self.restarts,
+                             last_error=self.last_error, transport=self.definition.transport)
+
+    def tool_infos(self, as_name: str | None = None, allow: Allow = None) -> list[ToolInfo]:
+        """The cached tools that pass ``allow``, named after ``as_name`` (default: ours).
+
+        Allow-lists belong to whoever declared the server (a config table, a session), not to
+        the shared actor, so the caller passes its own.
+        """
+        return [tool_info(as_name or self.name, tool) for tool in self.tools
+                if allow is None or tool.name in allow]
+
+    async def list_tools(self, timeout: float | None = None, *, as_name: str | None = None,
+                         allow: Allow = None) -> list[ToolInfo]:
+        """Start the server if it is idle, wait for it (bounded), and return its tools.
+
+        A server that cannot start, or is ``failed``, answers with the tools it listed last
+        (possibly none): its tools stay listed, and calling them fails with a typed error.
+        """
+        try:
+            await self._connection(trio.current_time() + (timeout or self.definition.startup_timeout))
+        except (McpServerFailed, McpStartFailed):
+            pass
+        return self.tool_infos(as_name, allow)
+
+    async def call(self, tool: str, arguments: dict[str, Any] | None = None,
+                   timeout: float | None = None, *, allow: Allow = None) -> CallOutcome:
+        """Call ``tool`` and return its (bounded) result; ``timeout`` bounds the whole call,
+        a lazy start included (default: the definition's ``call_timeout``).
+
+        Raises ``McpUnknownTool``, ``McpServerFailed`` (at once), ``McpStartFailed``,
+        ``McpServerCrashed``, ``McpCallTimeout`` or ``McpCallFailed``. Cancelling the caller
+        cancels the call on the server too (MCP's cancellation notification).
+        """
+        if allow is not None and tool not in allow:
+            raise McpUnknownTool(f"{full_name(self.name, tool)} is not allowed by the server's tools list",
+                                 data={"server": self.name, "tool": tool})
+        limit = timeout if timeout is not None else self.definition.call_timeout
+        deadline = trio.current_time() + limit
+        live = await self._connection(deadline)
+        if tool not in {t.name for t in self.tools}:
+            raise McpUnknownTool(f"{self.name} lists no tool {tool!r}", data={"server": self.name, "tool": tool})
+        with trio.CancelScope() as lost:
+            live.track(lost)
+            try:
+                with trio.move_on_at(deadline) as expiry:
+                    result = await live.client.call_tool(tool, arguments or {})
+                    return bound_result(result, self.deps.max_result_bytes)
+            except MCPError as exc:
+                if exc.error.code == mcp_types.CONNECTION_CLOSED:
+                    await self._settle_loss(live)
+                    raise McpServerCrashed(self._crash_message(live), data={"server": self.name}) from None
+                raise McpCallFailed(f"{self.name} refused {tool}: {exc.error.message}",
+                                    data={"server": self.name, "rpc_code": exc.error.code}) from None
+            except ValidationError as exc:
+                raise McpCallFailed(f"{self.name} answered {tool} with an invalid result: {exc.error_count()} "
+                                    "error(s)", data={"server": self.name}) from None
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                live.lose(f"transport error: {type(exc).__name__}")
+                raise McpServerCrashed(self._crash_message(live), data={"server": self.name}) from None
+            finally:
+                live.untrack(lost)
+        if lost.cancelled_caught:
+            raise McpServerCrashed(self._crash_message(live), data={"server": self.name})
+        assert expiry.cancelled_caught  # the only other way out of the block without a return
+        raise McpCallTimeout(f"{full_name(self.name, tool)} gave no result within {limit:g} s",
+                             data={"server": self.name, "tool": tool, "timeout": limit})
+
+    async def _settle_loss(self, live: Connection) -> None:
+        """The connection closed under a call: give a dying process a moment to be reaped, so
+        the loss names its exit status rather than the closed pipe."""
+        if live.child is not None:
+            with trio.move_on_after(1.0):
+                await live.lost.wait()
+        live.lose("the connection closed")
+
+    async def restart(self, timeout: float | None = None) -> McpServerInfo:
+        """Forget the crash history, end the current connection (or leave ``failed``) and start
+        again; answers once the server runs, fails, or ``timeout`` passes (default: its
+        ``startup_timeout`` plus a second)."""
+        self._tracker.clear()
+        self._kick.set()
+        self._wanted.set()
+        with trio.move_on_after(timeout or self.definition.startup_timeout + 1):
+            while self._kick.is_set() or self.state not in ("running", "failed"):
+                await self._changed.wait()
+        return self.info()
+
+    # --- the actor -------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[McpActor] = trio.TASK_STATUS_IGNORED) -> None:
+        """The actor's task: idle until wanted, then connect and reconnect under the policy."""
+        task_status.started(self)
+        try:
+            await self._wanted.wait()
+            while True:
+                kicked = self._kick.is_set()
+                self._kick = trio.Event()
+                if kicked:
+                    self.restarts += 1 if self.state != "idle" else 0
+                self._set("starting")
+                reason = await self._run_once()
+                if self._kick.is_set():
+                    continue  # a restart was asked for: not a crash
+                self.last_error = reason
+                decision = self._tracker.next(trio.current_time())
+                if isinstance(decision, GiveUp):
+                    log.warning("MCP server %s failed: %s (more than %d crashes in %g s)", self.name, reason,
+                                decision.intensity, decision.period)
+                    self._set("failed")
+                    await self._kick.wait()
+                    continue
+                log.warning("MCP server %s crashed (%s); restart %d in %.2f s", self.name, reason,
+                            decision.attempt, decision.delay)
+                self._set("starting")
+                with trio.move_on_after(decision.delay):
+                    await self._kick.wait()
+                if not self._kick.is_set():
+                    self.restarts += 1
+        finally:
+            self._live = None
+            if self.state != "failed":
+                self.state = "idle"
+            self._changed.set()
+
+    async def _run_once(self) -> str:
+        """Run one connection until it ends; the reason it ended."""
+        self.starts += 1
+        definition = self.definition
+        try:
+            async with connect(definition, ledger=self.deps.ledger, frame_limit=self.deps.frame_limit,
+                               stderr_lines=self.deps.stderr_lines, message_handler=self._on_message,
+                               mode=self.deps.mode) as live:
+                return await self._serve(live)
+        except Exception as exc:  # a foreign server can fail in any way: each is a crash, logged
+            log.debug("MCP server %s: connection ended by an exception", self.name, exc_info=True)
+            return _reason(exc, definition.startup_timeout)
+        finally:
+            self._live = None
+
+    async def _serve(self, live: Connection) -> str:
+        # The start-up bound covers the spawn (done by now) and the first listings: a server
+        # that answers initialize but never lists its tools is as useless as a silent one.
+        with trio.fail_after(self.definition.startup_timeout):
+            await self._refresh(live, {"tools", "resources", "prompts"})
+        self._live = live
+        self._set("running")
+        log.info("MCP server %s running (%s, pid %s, protocol %s)", self.name, self.definition.transport,
+                 live.pid, live.client.protocol_version)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_child, live)
+            nursery.start_soon(self._refresher, live)
+            if live.modern:
+                nursery.start_soon(self._listen, live)
+            await _first(live.lost.wait, self._kick.wait)
+            nursery.cancel_scope.cancel()
+        live.lose("restarted on request")
+        return live.reason or "lost"
+
+    async def _watch_child(self, live: Connection) -> None:
+        if live.child is None:
+            return
+        status = await live.child.wait()
+        live.lose(_describe(status))
+
+    async def _on_message(self, message: Any) -> None:
+        """The SDK's message handler: change notifications mark a list for refresh."""
+        match message:
+            case mcp_types.ToolListChangedNotification():
+                self._mark_dirty("tools")
+            case mcp_types.ResourceListChangedNotification():
+                self._mark_dirty("resources")
+            case mcp_types.PromptListChangedNotification():
+                self._mark_dirty("prompts")
+            case Exception():
+                log.debug("MCP server %s: transport reported %r", self.name, message)
+
+    def _mark_dirty(self, kind: _Kind) -> None:
+        self._dirty.add(kind)
+        self._dirty_event.set()
+
+    async def _refresher(self, live: Connection) -> None:
+        while True:
+            await self._dirty_event.wait()
+            self._dirty_event = trio.Event()
+            kinds, self._dirty = self._dirty, set()
+            try:
+                await self._refresh(live, kinds)
+            except (MCPError, ValidationError, OSError) as exc:
+                if not live.lost.is_set():
+                    log.warning("MCP server %s: refreshing %s failed: %s", self.name, sorted(kinds), exc)
+
+    async def _listen(self, live: Connection) -> None:
+        """Keep a 2026-07-28 ``subscriptions/listen`` stream open; each (re)open refetches all."""
+        for _ in range(10):
+            try:
+                async with live.client.listen(tools_list_changed=True, prompts_list_changed=True,
+                                              resources_list_changed=True) as subscription:
+                    async for _event in subscription:
+                        pass  # the session tees every event to _on_message, which marks it dirty
+                return
+            except SubscriptionLost:
+                for kind in ("tools", "resources", "prompts"):
+                    self._mark_dirty(kind)
+            except (MCPError, RuntimeError) as exc:
+                if not live.lost.is_set() and not (isinstance(exc, MCPError)
+                                                   and exc.error.code == mcp_types.CONNECTION_CLOSED):
+                    log.info("MCP server %s offers no subscriptions/listen: %s", self.name, exc)
+                return
+
+    async def _refresh(self, live: Connection, kinds: set[_Kind]) -> None:
+        caps = live.client.server_capabilities
+        client = live.client
+        if "tools" in kinds and caps.tools is not None:
+            self.tools = await _walk(lambda cursor: client.list_tools(cursor=cursor), "tools")
+        if "resources" in kinds and caps.resources is not None:
+            self.resources = await _walk(lambda cursor: client.list_resources(cursor=cursor), "resources")
+        if "prompts" in kinds and caps.prompts is not None:
+            self.prompts = await _walk(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def _connection(self, deadline: float) -> Connection:
+        """The running connection, starting the server if idle; waits until ``deadline``."""
+        self._wanted.set()
+        with trio.move_on_at(deadline):
+            while True:
+                if self.state == "failed":
+                    raise McpServerFailed(
+                        f"MCP server {self.name} failed (last error: {self.last_error}); "
+                        f"`corral mcp restart {self.name}` starts it again",
+                        data={"server": self.name})
+                live = self._live
+                if live is not None and self.state == "running" and not live.lost.is_set():
+                    return live
+                await self._changed.wait()
+        raise McpStartFailed(f"MCP server {self.name} is not running (last error: {self.last_error})",
+                             data={"server": self.name})
+
+    def _set(self, state: McpServerState) -> None:
+        self.state = state
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _crash_message(self, live: Connection) -> str:
+        return f"MCP server {self.name} went away during the call ({live.reason or 'lost'}); it is restarted"
+
+
+async def _walk(fetch: Any, field: str) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGE_CAP):
+        page = await fetch(cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return items
+
+
+async def _first(*waits: Any) -> None:
+    """Return as soon as the first of ``waits`` (async callables) returns."""
+    async with trio.open_nursery() as nursery:
+        async def one(wait: Any) -> None:
+            await wait()
+            nursery.cancel_scope.cancel()
+        for wait in waits:
+            nursery.start_soon(one, wait)
+
+
+def _describe(status: ExitStatus) -> str:
+    if status.signal:
+        return f"the process was killed by {status.signal}"
+    return f"the process exited with status {status.exit_code}"
+
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member groups (nurseries wrap what they pass on)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _reason(exc: BaseException, startup_timeout: float) -> str:
+    leaf = _leaf(exc)
+    match leaf:
+        case trio.TooSlowError():
+            return f"did not start within {startup_timeout:g} s"
+        case CorralError():
+            return leaf.message
+        case MCPError():
+            return f"handshake failed: {leaf.error.message}"
+    return f"{type(leaf).__name__}: {leaf}"[:300]
