@@ -18,6 +18,7 @@ import msgspec
 import trio
 
 from actors.fake import FakeDriver
+from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
 from actors.session.registry import Sessions
 from actors.vendors.claude import ClaudeDriver
@@ -31,6 +32,10 @@ from protocol.messages import (
     Empty,
     HarnessList,
     HarnessListResult,
+    McpList,
+    McpListResult,
+    McpRestart,
+    McpServerResult,
     SessionClose,
     SessionCreate,
     SessionGet,
@@ -46,6 +51,8 @@ from supervisor import __version__
 from supervisor.cli import commands
 from supervisor.config import Config, HarnessConfig, LoadedConfig
 from supervisor.server import Host, run_daemon
+from supervisor.server.gate import PATH as GATE_PATH
+from supervisor.server.gate import Gate
 from supervisor.server.connection import FeedLike
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType
@@ -92,16 +99,20 @@ class App:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.sessions = Sessions(host.state.root, self.config, host.ledger, drivers(self.config))
+        self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
 
     def boot(self, host: Host) -> None:
-        for warning in self.loaded.warnings:
-            log.warning("config: %s", warning)
+        for warning in [*self.loaded.warnings, *self.mcp.warnings]:
+            if not warning.startswith("unknown key 'mcp'"):  # [mcp] is read by actors.mcp.wiring
+                log.warning("config: %s", warning)
         revived = self.sessions.boot()
         if revived:
             log.info("closed %d session(s) left open by a crashed daemon", len(revived))
 
     def children(self) -> Sequence[ChildSpec]:
-        return [ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+        # MCP first: sessions (which use the servers) stop before the servers do.
+        return [*self.mcp.children(),
+                ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                           shutdown=self.config.daemon.shutdown_timeout + 5)]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
@@ -122,6 +133,10 @@ class App:
                 return SessionListResult(sessions=self.sessions.infos())
             case SessionGet(session_id=sid):
                 return SessionResult(session=self.sessions.get(sid).info())
+            case McpList():
+                return McpListResult(servers=self.mcp.registry.infos())
+            case McpRestart(name=name):
+                return McpServerResult(server=await self.mcp.registry.restart(name))
             case SessionClose(session_id=sid) if not isinstance(self.sessions.get(sid), Session):
                 return Empty()  # closing an ended session is a no-op
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
@@ -133,6 +148,16 @@ class App:
 
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
+
+
+def _mcp_gate(config: Config) -> Any:
+    """The shared MCP endpoint's Host and Origin checks: the websocket's ``Gate`` rules (a
+    loopback Host; no Origin, or the endpoint's own, or one allow-listed in ``[daemon]``)."""
+
+    def refuse(port: int, host: str, headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+        return Gate(port, config.daemon.allowed_origins).refusal(GATE_PATH, host, headers, unix=False)
+
+    return refuse
 
 
 def _expand(path: str | None) -> str | None:

@@ -26,7 +26,9 @@ open. A refresh replaces the cache whole, so a new tool is offered from the next
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import random
 from typing import Any, Literal
 
@@ -37,7 +39,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from actors.mcp.config import Definition
-from actors.mcp.connection import Connection, connect
+from actors.mcp.connection import Connection, connect, describe_exit
 from actors.mcp.results import CallOutcome, ToolInfo, bound_result, full_name, tool_info
 from protocol.errors import (
     CorralError,
@@ -50,7 +52,6 @@ from protocol.errors import (
 )
 from protocol.models import McpServerInfo, McpServerState
 from supervisor.ledger import Ledger
-from supervisor.proc import ExitStatus
 from supervisor.tree import GiveUp, RestartPolicy, RestartTracker
 
 __all__ = ["ActorDeps", "McpActor"]
@@ -240,31 +241,37 @@ class McpActor:
         """Run one connection until it ends; the reason it ended."""
         self.starts += 1
         definition = self.definition
+        # The start-up bound covers the spawn, the handshake, the change subscription and the
+        # first listings (a server that answers the handshake but never lists its tools is as
+        # useless as a silent one); _serve lifts it once the server runs.
+        startup = trio.CancelScope(deadline=trio.current_time() + definition.startup_timeout)
         try:
-            async with connect(definition, ledger=self.deps.ledger, frame_limit=self.deps.frame_limit,
-                               stderr_lines=self.deps.stderr_lines, message_handler=self._on_message,
-                               mode=self.deps.mode) as live:
-                return await self._serve(live)
+            with startup:
+                async with connect(definition, ledger=self.deps.ledger, frame_limit=self.deps.frame_limit,
+                                   stderr_lines=self.deps.stderr_lines, message_handler=self._on_message,
+                                   mode=self.deps.mode) as live:
+                    return await self._serve(live, startup)
+            return f"did not start within {definition.startup_timeout:g} s"
         except Exception as exc:  # a foreign server can fail in any way: each is a crash, logged
             log.debug("MCP server %s: connection ended by an exception", self.name, exc_info=True)
-            return _reason(exc, definition.startup_timeout)
+            return _reason(exc)
         finally:
             self._live = None
 
-    async def _serve(self, live: Connection) -> str:
-        # The start-up bound covers the spawn (done by now) and the first listings: a server
-        # that answers initialize but never lists its tools is as useless as a silent one.
-        with trio.fail_after(self.definition.startup_timeout):
-            await self._refresh(live, {"tools", "resources", "prompts"})
-        self._live = live
-        self._set("running")
-        log.info("MCP server %s running (%s, pid %s, protocol %s)", self.name, self.definition.transport,
-                 live.pid, live.client.protocol_version)
+    async def _serve(self, live: Connection, startup: trio.CancelScope) -> str:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_child, live)
-            nursery.start_soon(self._refresher, live)
+            # The subscription is acknowledged before the lists are read, so no change can
+            # fall between the two.
             if live.modern:
-                nursery.start_soon(self._listen, live)
+                await nursery.start(self._listen, live)
+            await self._refresh(live, {"tools", "resources", "prompts"})
+            startup.deadline = math.inf
+            nursery.start_soon(self._refresher, live)
+            self._live = live
+            self._set("running")
+            log.info("MCP server %s running (%s, pid %s, protocol %s)", self.name,
+                     self.definition.transport, live.pid, live.client.protocol_version)
             await _first(live.lost.wait, self._kick.wait)
             nursery.cancel_scope.cancel()
         live.lose("restarted on request")
@@ -274,7 +281,7 @@ class McpActor:
         if live.child is None:
             return
         status = await live.child.wait()
-        live.lose(_describe(status))
+        live.lose(describe_exit(status))
 
     async def _on_message(self, message: Any) -> None:
         """The SDK's message handler: change notifications mark a list for refresh."""
@@ -303,23 +310,34 @@ class McpActor:
                 if not live.lost.is_set():
                     log.warning("MCP server %s: refreshing %s failed: %s", self.name, sorted(kinds), exc)
 
-    async def _listen(self, live: Connection) -> None:
-        """Keep a 2026-07-28 ``subscriptions/listen`` stream open; each (re)open refetches all."""
-        for _ in range(10):
-            try:
-                async with live.client.listen(tools_list_changed=True, prompts_list_changed=True,
-                                              resources_list_changed=True) as subscription:
-                    async for _event in subscription:
-                        pass  # the session tees every event to _on_message, which marks it dirty
-                return
-            except SubscriptionLost:
-                for kind in ("tools", "resources", "prompts"):
-                    self._mark_dirty(kind)
-            except (MCPError, RuntimeError) as exc:
-                if not live.lost.is_set() and not (isinstance(exc, MCPError)
-                                                   and exc.error.code == mcp_types.CONNECTION_CLOSED):
-                    log.info("MCP server %s offers no subscriptions/listen: %s", self.name, exc)
-                return
+    async def _listen(self, live: Connection, *,
+                      task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep a 2026-07-28 ``subscriptions/listen`` stream open: ready once the server
+        acknowledged it (or refused it); a stream lost is opened again and everything refetched
+        (there is no replay)."""
+        try:
+            for attempt in range(10):
+                try:
+                    async with live.client.listen(tools_list_changed=True, prompts_list_changed=True,
+                                                  resources_list_changed=True) as subscription:
+                        if attempt == 0:
+                            task_status.started()
+                        else:
+                            for kind in ("tools", "resources", "prompts"):
+                                self._mark_dirty(kind)
+                        async for _event in subscription:
+                            pass  # the session tees every event to _on_message, which marks it dirty
+                    return
+                except SubscriptionLost:
+                    continue
+                except (MCPError, RuntimeError) as exc:
+                    if not live.lost.is_set() and not (isinstance(exc, MCPError)
+                                                       and exc.error.code == mcp_types.CONNECTION_CLOSED):
+                        log.info("MCP server %s offers no subscriptions/listen: %s", self.name, exc)
+                    return
+        finally:
+            with contextlib.suppress(RuntimeError):
+                task_status.started()  # refused or lost before the acknowledgment: not a start failure
 
     async def _refresh(self, live: Connection, kinds: set[_Kind]) -> None:
         caps = live.client.server_capabilities
@@ -381,12 +399,6 @@ async def _first(*waits: Any) -> None:
             nursery.start_soon(one, wait)
 
 
-def _describe(status: ExitStatus) -> str:
-    if status.signal:
-        return f"the process was killed by {status.signal}"
-    return f"the process exited with status {status.exit_code}"
-
-
 
 def _leaf(exc: BaseException) -> BaseException:
     """The one exception inside nested single-member groups (nurseries wrap what they pass on)."""
@@ -395,11 +407,9 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def _reason(exc: BaseException, startup_timeout: float) -> str:
+def _reason(exc: BaseException) -> str:
     leaf = _leaf(exc)
     match leaf:
-        case trio.TooSlowError():
-            return f"did not start within {startup_timeout:g} s"
         case CorralError():
             return leaf.message
         case MCPError():

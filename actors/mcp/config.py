@@ -100,9 +100,10 @@ class Definition(Struct, frozen=True, kw_only=True):
 
 
 def validate_name(name: str) -> str:
-    """A server name must fit in ``mcp__NAME__TOOL`` and in a URL path: ``[A-Za-z0-9_-]{1,64}``."""
-    if not _NAME.match(name):
-        raise BadRequest(f"MCP server name {name!r} must match [A-Za-z0-9_-]{{1,64}}")
+    """A server name must fit in ``mcp__NAME__TOOL`` and in a URL path: ``[A-Za-z0-9_-]{1,64}``
+    without ``__`` (which would make a full tool name ambiguous)."""
+    if not _NAME.match(name) or "__" in name:
+        raise BadRequest(f"MCP server name {name!r} must match [A-Za-z0-9_-]{{1,64}} without '__'")
     return name
 
 
@@ -124,3 +125,30 @@ def definition_of(name: str, server: McpServerConfig | McpServer) -> Definition:
         tools=frozenset(server.tools) if server.tools is not None else None,
         startup_timeout=startup, call_timeout=call,
     )
+
+
+def mcp_section(table: object) -> tuple[McpConfig, list[str]]:
+    """Decode an ``[mcp]`` TOML table; a bad server table is dropped with a warning naming it,
+    the other servers load (the config loader's rule: one mistake never stops the daemon)."""
+    warnings: list[str] = []
+    if table is None:
+        return McpConfig(), warnings
+    if not isinstance(table, dict):
+        return McpConfig(), ["bad value for 'mcp': expected a table; using defaults"]
+    servers: dict[str, McpServerConfig] = {}
+    raw_servers = table.get("servers", {})
+    for name, raw in (raw_servers.items() if isinstance(raw_servers, dict) else ()):
+        try:
+            server = msgspec.convert(raw, McpServerConfig)
+            definition_of(name, server)
+        except (msgspec.ValidationError, BadRequest) as exc:
+            warnings.append(f"bad value for 'mcp.servers.{name}': {exc}; server ignored")
+            continue
+        servers[name] = server
+    rest = {k: v for k, v in table.items() if k != "servers"}
+    try:
+        config = msgspec.convert({**rest, "servers": {}}, McpConfig)
+    except msgspec.ValidationError as exc:
+        warnings.append(f"bad value in 'mcp': {exc}; using defaults")
+        config = McpConfig()
+    return msgspec.structs.replace(config, servers=servers), warnings

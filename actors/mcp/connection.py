@@ -26,7 +26,8 @@ from actors.mcp.config import Definition
 from actors.mcp.pipes import child_transport
 from supervisor import __version__
 from supervisor.ledger import Ledger
-from supervisor.proc import ProcessChild, ProcessSpec, open_child
+from protocol.errors import McpStartFailed
+from supervisor.proc import ExitStatus, ProcessChild, ProcessSpec, open_child
 
 __all__ = ["Connection", "connect"]
 
@@ -98,8 +99,22 @@ async def connect(definition: Definition, *, ledger: Ledger | None, frame_limit:
             transport = streamable_http_client(definition.url or "", http_client=http)
         client = Client(transport, mode=mode, cache=None, message_handler=message_handler,
                         client_info=mcp_types.Implementation(name="corral", version=__version__))
-        await stack.enter_async_context(client)
+        try:
+            await stack.enter_async_context(client)
+        except Exception as exc:
+            if child is not None:  # name the exit of a server that died during the handshake
+                with trio.move_on_after(1.0):
+                    status = await child.wait()
+                    raise McpStartFailed(f"{describe_exit(status)} during the handshake") from exc
+            raise
         yield Connection(client, child)
+
+
+def describe_exit(status: ExitStatus) -> str:
+    """A server process's end in words, for ``last_error``."""
+    if status.signal:
+        return f"the process was killed by {status.signal}"
+    return f"the process exited with status {status.exit_code}"
 
 
 def _spec(definition: Definition, frame_limit: int, stderr_lines: int) -> ProcessSpec:

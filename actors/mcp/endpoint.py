@@ -39,8 +39,9 @@ __all__ = ["McpEndpoint", "Refuse"]
 
 log = logging.getLogger("corral.mcp.endpoint")
 
-Refuse = Callable[[str, Sequence[tuple[bytes, bytes]]], "str | None"]
-"""``refuse(host, headers)``: why a request must be refused (Host or Origin), or ``None``."""
+Refuse = Callable[[int, str, Sequence[tuple[bytes, bytes]]], "str | None"]
+"""``refuse(port, host, headers)``: why a request to the endpoint listening on ``port`` must be
+refused (its Host or Origin), or ``None``."""
 
 _PREFIX = "/mcp/"
 _SCOPE_KEY = "corral.mcp"
@@ -54,6 +55,7 @@ class McpEndpoint:
         self.refuse = refuse
         self.host = host
         self.url: str | None = None
+        self.port = 0
         self.server: Server[Any] = Server(
             "corral", version="1",
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
@@ -70,6 +72,7 @@ class McpEndpoint:
         async with self._manager.run(), trio.open_nursery() as nursery:
             binds: list[str] = await nursery.start(partial(serve, self._asgi, config))  # type: ignore[arg-type]
             self.url = binds[0] + "/mcp"
+            self.port = int(binds[0].rsplit(":", 1)[1])
             self.registry.endpoint_url = self.url
             task_status.started(self.url)
             try:
@@ -87,7 +90,7 @@ class McpEndpoint:
             return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
         fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers}
-        reason = self.refuse(fields.get("host", ""), headers)
+        reason = self.refuse(self.port, fields.get("host", ""), headers)
         if reason is not None:
             await _plain(send, 403, reason)
             return
