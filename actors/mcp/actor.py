@@ -39,7 +39,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from actors.mcp.config import Definition
-from actors.mcp.connection import Connection, connect, describe_exit
+from actors.mcp.connection import Connection, Connector, connect, describe_exit
 from actors.mcp.results import CallOutcome, ToolInfo, bound_result, full_name, tool_info
 from protocol.errors import (
     CorralError,
@@ -69,8 +69,9 @@ class ActorDeps:
 
     def __init__(self, *, policy: RestartPolicy, ledger: Ledger | None, frame_limit: int = 16 << 20,
                  stderr_lines: int = 200, max_result_bytes: int = 1 << 20, mode: str = "auto",
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, connector: Connector = connect) -> None:
         self.policy = policy
+        self.connector = connector  # how a connection is opened; tests give an in-memory one
         self.ledger = ledger
         self.frame_limit = frame_limit
         self.stderr_lines = stderr_lines
@@ -247,9 +248,10 @@ class McpActor:
         startup = trio.CancelScope(deadline=trio.current_time() + definition.startup_timeout)
         try:
             with startup:
-                async with connect(definition, ledger=self.deps.ledger, frame_limit=self.deps.frame_limit,
-                                   stderr_lines=self.deps.stderr_lines, message_handler=self._on_message,
-                                   mode=self.deps.mode) as live:
+                async with self.deps.connector(
+                        definition, ledger=self.deps.ledger, frame_limit=self.deps.frame_limit,
+                        stderr_lines=self.deps.stderr_lines, message_handler=self._on_message,
+                        mode=self.deps.mode) as live:
                     return await self._serve(live, startup)
             return f"did not start within {definition.startup_timeout:g} s"
         except Exception as exc:  # a foreign server can fail in any way: each is a crash, logged

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, Protocol
 
 import httpx2
 import mcp_types
@@ -29,7 +29,7 @@ from supervisor.ledger import Ledger
 from protocol.errors import McpStartFailed
 from supervisor.proc import ExitStatus, ProcessChild, ProcessSpec, open_child
 
-__all__ = ["Connection", "connect"]
+__all__ = ["Connection", "Connector", "connect", "describe_exit"]
 
 # What a stdio server inherits from the daemon's environment (as the SDK's own stdio client
 # does): enough to find programs and a home, never the daemon's other variables and secrets.
@@ -74,6 +74,14 @@ class Connection:
 
     def untrack(self, scope: trio.CancelScope) -> None:
         self._calls.discard(scope)
+
+
+class Connector(Protocol):
+    """``connect``'s shape: opens a connection to a definition, as an async context manager."""
+
+    def __call__(self, definition: Definition, *, ledger: Ledger | None, frame_limit: int,
+                 stderr_lines: int, message_handler: MessageHandlerFnT,
+                 mode: str = "auto") -> AbstractAsyncContextManager[Connection]: ...
 
 
 @asynccontextmanager

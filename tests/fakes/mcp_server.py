@@ -20,6 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+if __name__ == "__main__" and "--exit-at-start" in sys.argv:  # a crash loop: die before the slow imports
+    if os.environ.get("MCP_FAKE_DIR"):
+        (Path(os.environ["MCP_FAKE_DIR"]) / f"start-{os.getpid()}").write_text("")
+    sys.exit(3)
+
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -102,8 +107,6 @@ def main() -> None:
     parser.add_argument("--slow-start", type=float, default=0.0)
     args = parser.parse_args()
     _mark(f"start-{os.getpid()}")
-    if args.exit_at_start:
-        sys.exit(3)
     if args.slow_start:
         time.sleep(args.slow_start)
     if args.http:
