@@ -128,7 +128,14 @@ class App:
             case HarnessList():
                 return HarnessListResult(harnesses=await self.sessions.detections())
             case SessionCreate():
-                return SessionResult(session=await self.sessions.create(request))
+                shared, key = await self.mcp.prepare(request)
+                try:
+                    info = await self.sessions.create(shared)
+                except BaseException:
+                    self.mcp.adopt(key, None)
+                    raise
+                self.mcp.adopt(key, info.id)
+                return SessionResult(session=info)
             case SessionList():
                 return SessionListResult(sessions=self.sessions.infos())
             case SessionGet(session_id=sid):
@@ -143,6 +150,8 @@ class App:
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
                   | SessionClose(session_id=sid)):
                 result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
+                if isinstance(request, SessionClose):
+                    self.mcp.release(sid)
                 return result
         raise UnknownMethod(f"{type(request).__name__} is not served here")
 

@@ -189,6 +189,11 @@ class McpActor:
                 await live.lost.wait()
         live.lose("the connection closed")
 
+    def want(self) -> None:
+        """Start the server now if it is idle, without waiting (a session that will use it was
+        just made: its CLI should find it warm)."""
+        self._wanted.set()
+
     async def restart(self, timeout: float | None = None) -> McpServerInfo:
         """Forget the crash history, end the current connection (or leave ``failed``) and start
         again; answers once the server runs, fails, or ``timeout`` passes (default: its

@@ -122,14 +122,17 @@ class McpRegistry:
 
     async def bind(self, session_id: str, servers: Sequence[McpServer] = ()) -> SessionMcp:
         """What session ``session_id`` may use: every config server, plus (winning on a name
-        clash) its own ``servers``. Each gets an actor (shared by fingerprint); nothing starts
-        until used. Binding again replaces the session's earlier binding and token."""
+        clash) its own ``servers``. Each gets an actor (shared by fingerprint), which starts now
+        if idle, so that a CLI finds it warm. Binding again replaces the session's earlier
+        binding and token."""
         chosen: dict[str, Definition] = {d.name: d for d in self.offered}
         for server in servers:
             chosen[server.name] = definition_of(server.name, server)
         routes = {name: (await self.ensure(definition), definition.tools)
                   for name, definition in chosen.items()}
         self.unbind(session_id)
+        for name, _ in routes.values():
+            self._actors[name].want()
         binding = SessionMcp(self, session_id, secrets.token_urlsafe(32), routes)
         self._bindings[session_id] = binding
         self._by_token[binding.token] = binding
@@ -140,6 +143,18 @@ class McpRegistry:
         binding = self._bindings.pop(session_id, None)
         if binding is not None:
             self._by_token.pop(binding.token, None)
+
+    def rekey(self, old: str, new: str | None) -> None:
+        """Give the binding made under ``old`` to session ``new`` (``None``: drop it)."""
+        binding = self._bindings.pop(old, None)
+        if binding is None:
+            return
+        if new is None:
+            self._by_token.pop(binding.token, None)
+            return
+        self.unbind(new)
+        binding.session_id = new
+        self._bindings[new] = binding
 
     def binding(self, session_id: str) -> SessionMcp | None:
         return self._bindings.get(session_id)

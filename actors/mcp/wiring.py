@@ -8,19 +8,27 @@ with the application it carries an ``mcp: McpConfig`` field and that is used ins
 from __future__ import annotations
 
 import logging
+import secrets
 import tomllib
 from collections.abc import Sequence
+
+import msgspec
 
 
 from actors.mcp.actor import ActorDeps
 from actors.mcp.config import McpConfig, mcp_section
 from actors.mcp.endpoint import McpEndpoint, Refuse
+from actors.mcp.inject import harness_servers
 from actors.mcp.registry import McpRegistry
+from protocol.messages import SessionCreate
 from supervisor.config import LoadedConfig
 from supervisor.ledger import Ledger
 from supervisor.tree import Backoff, ChildSpec, ChildType, RestartPolicy
 
-__all__ = ["McpParts", "mcp_parts"]
+__all__ = ["SHARED_HARNESSES", "McpParts", "mcp_parts"]
+
+SHARED_HARNESSES = frozenset({"claude", "codex"})
+"""Harnesses whose CLI reaches the daemon's servers over the shared endpoint (HTTP MCP)."""
 
 log = logging.getLogger("corral.mcp")
 
@@ -32,6 +40,25 @@ class McpParts:
         self.registry = registry
         self.endpoint = endpoint
         self.warnings = warnings
+
+    async def prepare(self, request: SessionCreate) -> tuple[SessionCreate, str | None]:
+        """``session.create`` with its ``mcp_servers`` pointed at the shared endpoint, for the
+        harnesses that take HTTP MCP servers; and the key of the binding made for it (to
+        ``adopt`` once the session has an id). Others pass through unchanged."""
+        if request.harness not in SHARED_HARNESSES:
+            return request, None
+        key = f"pending-{secrets.token_hex(8)}"
+        entries = await harness_servers(self.registry, key, request.mcp_servers or [], request.options or {})
+        return msgspec.structs.replace(request, mcp_servers=entries or None), key
+
+    def adopt(self, key: str | None, session_id: str | None) -> None:
+        """Move the binding made by ``prepare`` to the session's id (``None``: creation failed)."""
+        if key is not None:
+            self.registry.rekey(key, session_id)
+
+    def release(self, session_id: str) -> None:
+        """The session ended: its token stops working."""
+        self.registry.unbind(session_id)
 
     def children(self) -> Sequence[ChildSpec]:
         """``mcp`` (a supervisor of one actor per server) then ``mcp-endpoint``, in start order."""

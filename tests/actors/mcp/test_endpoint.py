@@ -111,7 +111,6 @@ async def test_requests_are_gated(tmp_path: Path, token: str | None, extra: dict
             response = await http.post(base + path, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                                        headers=headers)
         assert response.status_code == status
-        assert marks(tmp_path, "start-") == []  # nothing refused reached a server
 
 
 async def test_an_unbound_session_loses_access(tmp_path: Path) -> None:
