@@ -170,8 +170,8 @@ class McpActor:
             except ValidationError as exc:
                 raise McpCallFailed(f"{self.name} answered {tool} with an invalid result: {exc.error_count()} "
                                     "error(s)", data={"server": self.name}) from None
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                live.lose(f"transport error: {type(exc).__name__}")
+            except Exception as exc:  # the transport broke under the call (socket, HTTP, stream)
+                live.lose(f"transport error: {_reason(exc)}")
                 raise McpServerCrashed(self._crash_message(live), data={"server": self.name}) from None
             finally:
                 live.untrack(lost)
@@ -259,7 +259,16 @@ class McpActor:
                         mode=self.deps.mode) as live:
                     return await self._serve(live, startup)
             return f"did not start within {definition.startup_timeout:g} s"
-        except Exception as exc:  # a foreign server can fail in any way: each is a crash, logged
+        except BaseException as exc:  # a foreign server can fail in any way: each is a crash
+            if isinstance(exc, BaseExceptionGroup):
+                # Cancelled while the transport was breaking: the cancellation goes on, the
+                # transport's last words (a reset socket) are only logged.
+                cancelled, _ = exc.split(trio.Cancelled)
+                if cancelled is not None:
+                    log.debug("MCP server %s: closed while failing", self.name, exc_info=True)
+                    raise cancelled from None
+            if not isinstance(exc, Exception):
+                raise
             log.debug("MCP server %s: connection ended by an exception", self.name, exc_info=True)
             return _reason(exc)
         finally:
