@@ -19,27 +19,26 @@ them. Each call is bounded (``call_timeout``): on expiry or cancellation the SDK
 ``notifications/cancelled`` for it. A call in flight when the connection is lost is cancelled
 at once and fails with ``mcp.server_crashed``; it is not retried (a tool may have side effects).
 
-Lists are refreshed on change notifications: ``notifications/*/list_changed`` (2025-11-25) or,
-when 2026-07-28 is negotiated, the events of a ``subscriptions/listen`` stream the actor keeps
-open. A refresh replaces the cache whole, so a new tool is offered from the next listing on.
+Lists (tools, resources, prompts) live in ``actors.mcp.lists``: read when a connection starts,
+read again when the server announces a change (``list_changed`` on 2025-11-25, a
+``subscriptions/listen`` stream on 2026-07-28), kept across restarts and failure.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import random
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types
 import trio
-from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from actors.mcp.config import Definition
 from actors.mcp.connection import Connection, Connector, connect, describe_exit
+from actors.mcp.lists import Lists
 from actors.mcp.results import CallOutcome, ToolInfo, bound_result, full_name, tool_info
 from protocol.errors import (
     CorralError,
@@ -60,8 +59,6 @@ log = logging.getLogger("corral.mcp")
 
 Allow = frozenset[str] | None
 """An allow-list of bare tool names; ``None`` allows every tool."""
-_PAGE_CAP = 100  # pages of a list walk: a server whose cursor never ends cannot hang a refresh
-_Kind = Literal["tools", "resources", "prompts"]
 
 
 class ActorDeps:
@@ -90,16 +87,12 @@ class McpActor:
         self.state: McpServerState = "idle"
         self.restarts = 0
         self.last_error: str | None = None
-        self.tools: list[mcp_types.Tool] = []
-        self.resources: list[mcp_types.Resource] = []
-        self.prompts: list[mcp_types.Prompt] = []
+        self.lists = Lists(name, self._notify)
         self.starts = 0
         self._live: Connection | None = None
         self._wanted = trio.Event()
         self._changed = trio.Event()
         self._kick = trio.Event()  # restart asked: end the current connection or leave `failed`
-        self._dirty: set[_Kind] = set()
-        self._dirty_event = trio.Event()
         self._tracker = RestartTracker(deps.policy, rng=deps.rng)
 
     # --- the API ---------------------------------------------------------------------------
@@ -122,7 +115,7 @@ class McpActor:
         Allow-lists belong to whoever declared the server (a config table, a session), not to
         the shared actor, so the caller passes its own.
         """
-        return [tool_info(as_name or self.name, tool) for tool in self.tools
+        return [tool_info(as_name or self.name, tool) for tool in self.lists.tools
                 if allow is None or tool.name in allow]
 
     async def list_tools(self, timeout: float | None = None, *, as_name: str | None = None,
@@ -153,7 +146,7 @@ class McpActor:
         limit = timeout if timeout is not None else self.definition.call_timeout
         deadline = trio.current_time() + limit
         live = await self._connection(deadline)
-        if tool not in {t.name for t in self.tools}:
+        if tool not in {t.name for t in self.lists.tools}:
             raise McpUnknownTool(f"{self.name} lists no tool {tool!r}", data={"server": self.name, "tool": tool})
         with trio.CancelScope() as lost:
             live.track(lost)
@@ -255,7 +248,7 @@ class McpActor:
             with startup:
                 async with self.deps.connector(
                         definition, ledger=self.deps.ledger, frame_limit=self.deps.frame_limit,
-                        stderr_lines=self.deps.stderr_lines, message_handler=self._on_message,
+                        stderr_lines=self.deps.stderr_lines, message_handler=self.lists.on_message,
                         mode=self.deps.mode) as live:
                     return await self._serve(live, startup)
             return f"did not start within {definition.startup_timeout:g} s"
@@ -280,10 +273,10 @@ class McpActor:
             # The subscription is acknowledged before the lists are read, so no change can
             # fall between the two.
             if live.modern:
-                await nursery.start(self._listen, live)
-            await self._refresh(live, {"tools", "resources", "prompts"})
+                await nursery.start(self.lists.listen, live)
+            await self.lists.refresh(live)
             startup.deadline = math.inf
-            nursery.start_soon(self._refresher, live)
+            nursery.start_soon(self.lists.refresher, live)
             self._live = live
             self._set("running")
             log.info("MCP server %s running (%s, pid %s, protocol %s)", self.name,
@@ -298,74 +291,6 @@ class McpActor:
             return
         status = await live.child.wait()
         live.lose(describe_exit(status))
-
-    async def _on_message(self, message: Any) -> None:
-        """The SDK's message handler: change notifications mark a list for refresh."""
-        match message:
-            case mcp_types.ToolListChangedNotification():
-                self._mark_dirty("tools")
-            case mcp_types.ResourceListChangedNotification():
-                self._mark_dirty("resources")
-            case mcp_types.PromptListChangedNotification():
-                self._mark_dirty("prompts")
-            case Exception():
-                log.debug("MCP server %s: transport reported %r", self.name, message)
-
-    def _mark_dirty(self, kind: _Kind) -> None:
-        self._dirty.add(kind)
-        self._dirty_event.set()
-
-    async def _refresher(self, live: Connection) -> None:
-        while True:
-            await self._dirty_event.wait()
-            self._dirty_event = trio.Event()
-            kinds, self._dirty = self._dirty, set()
-            try:
-                await self._refresh(live, kinds)
-            except (MCPError, ValidationError, OSError) as exc:
-                if not live.lost.is_set():
-                    log.warning("MCP server %s: refreshing %s failed: %s", self.name, sorted(kinds), exc)
-
-    async def _listen(self, live: Connection, *,
-                      task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Keep a 2026-07-28 ``subscriptions/listen`` stream open: ready once the server
-        acknowledged it (or refused it); a stream lost is opened again and everything refetched
-        (there is no replay)."""
-        try:
-            for attempt in range(10):
-                try:
-                    async with live.client.listen(tools_list_changed=True, prompts_list_changed=True,
-                                                  resources_list_changed=True) as subscription:
-                        if attempt == 0:
-                            task_status.started()
-                        else:
-                            for kind in ("tools", "resources", "prompts"):
-                                self._mark_dirty(kind)
-                        async for _event in subscription:
-                            pass  # the session tees every event to _on_message, which marks it dirty
-                    return
-                except SubscriptionLost:
-                    continue
-                except (MCPError, RuntimeError) as exc:
-                    if not live.lost.is_set() and not (isinstance(exc, MCPError)
-                                                       and exc.error.code == mcp_types.CONNECTION_CLOSED):
-                        log.info("MCP server %s offers no subscriptions/listen: %s", self.name, exc)
-                    return
-        finally:
-            with contextlib.suppress(RuntimeError):
-                task_status.started()  # refused or lost before the acknowledgment: not a start failure
-
-    async def _refresh(self, live: Connection, kinds: set[_Kind]) -> None:
-        caps = live.client.server_capabilities
-        client = live.client
-        if "tools" in kinds and caps.tools is not None:
-            self.tools = await _walk(lambda cursor: client.list_tools(cursor=cursor), "tools")
-        if "resources" in kinds and caps.resources is not None:
-            self.resources = await _walk(lambda cursor: client.list_resources(cursor=cursor), "resources")
-        if "prompts" in kinds and caps.prompts is not None:
-            self.prompts = await _walk(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
-        self._changed.set()
-        self._changed = trio.Event()
 
     async def _connection(self, deadline: float) -> Connection:
         """The running connection, starting the server if idle; waits until ``deadline``."""
@@ -386,23 +311,15 @@ class McpActor:
 
     def _set(self, state: McpServerState) -> None:
         self.state = state
+        self._notify()
+
+    def _notify(self) -> None:
+        """Wake every task waiting for a change of state or lists."""
         self._changed.set()
         self._changed = trio.Event()
 
     def _crash_message(self, live: Connection) -> str:
         return f"MCP server {self.name} went away during the call ({live.reason or 'lost'}); it is restarted"
-
-
-async def _walk(fetch: Any, field: str) -> list[Any]:
-    items: list[Any] = []
-    cursor: str | None = None
-    for _ in range(_PAGE_CAP):
-        page = await fetch(cursor)
-        items.extend(getattr(page, field))
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return items
 
 
 async def _first(*waits: Any) -> None:
