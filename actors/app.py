@@ -24,6 +24,7 @@ from actors.fake import FakeDriver
 from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import decode_providers, load_prices
 from actors.native.driver import NativeDriver
+from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
 from actors.session.sessions import SessionTable
@@ -40,6 +41,10 @@ from protocol.messages import (
     HarnessListResult,
     LspList,
     LspListResult,
+    McpList,
+    McpListResult,
+    McpRestart,
+    McpServerResult,
     SessionClose,
     SessionCreate,
     SessionGet,
@@ -58,6 +63,8 @@ from supervisor.config import LoadedConfig
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
+from supervisor.server.gate import PATH as GATE_PATH
+from supervisor.server.gate import Gate
 from supervisor.server.connection import FeedLike
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType
@@ -129,10 +136,12 @@ class App:
         self.sessions = SessionTable(host.state.root, self.config, host.ledger, drivers(self.config))
         lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
         self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
+        self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
 
     def boot(self, host: Host) -> None:
-        for warning in self.loaded.warnings:
-            if warning != _LSP_UNKNOWN:
+        for warning in [*self.loaded.warnings, *self.mcp.warnings]:
+            # [lsp] and [mcp] are read by their own bridges (actors.lsp.config, actors.mcp.wiring)
+            if warning != _LSP_UNKNOWN and not warning.startswith("unknown key 'mcp'"):
                 log.warning("config: %s", warning)
         for warning in [*self.lsp_warnings, *(w.message for w in self.lsp.warnings)]:
             log.warning("config: %s", warning)
@@ -141,11 +150,12 @@ class App:
             log.info("closed %d session(s) left open by a crashed daemon", len(revived))
 
     def children(self) -> Sequence[ChildSpec]:
-        # lsp before sessions, so that it stops after them: a closing session may still ask.
+        # MCP and LSP first: sessions (which use them) stop before they do.
         lsp = ChildSpec(id="lsp", start=self.lsp.run, type=ChildType.SUPERVISOR,
                         shutdown=self.lsp.config.shutdown_timeout + 5)
-        return [lsp, ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
-                               shutdown=self.config.daemon.shutdown_timeout + 5)]
+        return [*self.mcp.children(), lsp,
+                ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+                          shutdown=self.config.daemon.shutdown_timeout + 5)]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
         match request:
@@ -160,7 +170,14 @@ class App:
             case HarnessList():
                 return HarnessListResult(harnesses=await self.sessions.detections())
             case SessionCreate():
-                return SessionResult(session=await self.sessions.create(request))
+                shared, key = await self.mcp.prepare(request)
+                try:
+                    info = await self.sessions.create(shared)
+                except BaseException:
+                    self.mcp.adopt(key, None)
+                    raise
+                self.mcp.adopt(key, info.id)
+                return SessionResult(session=info)
             case SessionList():
                 return SessionListResult(sessions=self.sessions.infos())
             case LspList():
@@ -169,12 +186,18 @@ class App:
                 return SessionResult(session=await self.sessions.resume(request))
             case SessionGet(session_id=sid):
                 return SessionResult(session=self.sessions.get(sid).info())
+            case McpList():
+                return McpListResult(servers=self.mcp.registry.infos())
+            case McpRestart(name=name):
+                return McpServerResult(server=await self.mcp.registry.restart(name))
             case SessionClose(session_id=sid) if not isinstance(self.sessions.get(sid), Session):
                 return Empty()  # closing an ended session is a no-op
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
                   | SessionClose(session_id=sid)):
                 result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
+                if isinstance(request, SessionClose):
+                    self.mcp.release(sid)
                 return result
         raise UnknownMethod(f"{type(request).__name__} is not served here")
 
@@ -184,6 +207,16 @@ class App:
 
 _LSP_UNKNOWN = "unknown key 'lsp' ignored"
 """The generic loader does not know ``[lsp]`` (read by ``load_lsp_config``) until the config root does."""
+
+
+def _mcp_gate(config: Config) -> Any:
+    """The shared MCP endpoint's Host and Origin checks: the websocket's ``Gate`` rules (a
+    loopback Host; no Origin, or the endpoint's own, or one allow-listed in ``[daemon]``)."""
+
+    def refuse(port: int, host: str, headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+        return Gate(port, config.daemon.allowed_origins).refusal(GATE_PATH, host, headers, unix=False)
+
+    return refuse
 
 
 def _expand(path: str | None) -> str | None:

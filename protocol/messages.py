@@ -18,6 +18,7 @@ from .models import (
     DaemonInfo,
     Detection,
     McpServer,
+    McpServerInfo,
     Permissions,
     SessionInfo,
 )
@@ -146,6 +147,14 @@ class SessionResume(Request, tag="session.resume", kw_only=True, frozen=True):
 
 class LspList(Request, tag="lsp.list", kw_only=True, frozen=True):
     """List the language servers running (or failed) under the daemon, one per (root, server)."""
+class McpList(Request, tag="mcp.list", kw_only=True, frozen=True):
+    """List every MCP server the daemon supervises, with its state, pid and tools."""
+
+
+class McpRestart(Request, tag="mcp.restart", kw_only=True, frozen=True):
+    """Restart one MCP server (a ``failed`` one included); answered once it runs or fails again."""
+
+    name: str
 
 
 ClientRequest = (
@@ -164,6 +173,8 @@ ClientRequest = (
     | SessionClose
     | SessionResume
     | LspList
+    | McpList
+    | McpRestart
 )
 """Every request a client may send after the handshake."""
 
@@ -172,7 +183,8 @@ REQUEST_TYPES: dict[str, type[Request]] = {
     for cls in (
         DaemonStatus, DaemonShutdown, HarnessList, SessionCreate, SessionList, SessionGet,
         SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
-        SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList,
+        SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
+        McpRestart,
     )
 }
 
@@ -249,6 +261,12 @@ class LspServerInfo(Data, kw_only=True, frozen=True):
 
 class LspListResult(Data, kw_only=True, frozen=True):
     servers: list[LspServerInfo]
+class McpListResult(Data, kw_only=True, frozen=True):
+    servers: list[McpServerInfo]
+
+
+class McpServerResult(Data, kw_only=True, frozen=True):
+    server: McpServerInfo
 
 
 RESULT_TYPES: dict[str, type[Data]] = {
@@ -267,6 +285,8 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.set_model": Empty,
     "session.close": Empty,
     "lsp.list": LspListResult,
+    "mcp.list": McpListResult,
+    "mcp.restart": McpServerResult,
 }
 """The result shape of each method, for clients that decode ``ok.result``."""
 

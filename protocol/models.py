@@ -20,7 +20,12 @@ class Permissions(Data, kw_only=True, frozen=True):
 
 
 class McpServer(Data, kw_only=True, frozen=True):
-    """An MCP server a session's harness should reach: a command (stdio) or a URL (http)."""
+    """An MCP server a session's harness should reach: a command (stdio) or a URL (http).
+
+    The keys after ``headers`` are those of a ``[mcp.servers.NAME]`` config table: ``cwd`` of a
+    stdio server, ``tools`` an allow-list of bare tool names (``None``: every tool), and the
+    start-up and per-call timeouts in seconds (``None``: the daemon's defaults).
+    """
 
     name: str
     command: str | None = None
@@ -28,6 +33,31 @@ class McpServer(Data, kw_only=True, frozen=True):
     env: dict[str, str] = {}
     url: str | None = None
     headers: dict[str, str] = {}
+    cwd: str | None = None
+    tools: list[str] | None = None
+    startup_timeout: float | None = None
+    call_timeout: float | None = None
+
+
+McpServerState = Literal["idle", "starting", "running", "failed"]
+"""``idle``: not started yet (servers start on first use); ``starting``: spawning, handshaking or
+waiting out a restart backoff; ``failed``: past its restart intensity, until ``mcp.restart``."""
+
+
+class McpServerInfo(Data, kw_only=True, frozen=True):
+    """One supervised MCP server as ``mcp.list`` shows it.
+
+    ``tools`` are full names (``mcp__NAME__TOOL``), kept while the server is failed; ``pid`` is
+    the server process's (null unless running, and always null for an HTTP server).
+    """
+
+    name: str
+    state: McpServerState
+    pid: int | None
+    tools: list[str]
+    restarts: int
+    last_error: str | None
+    transport: Literal["stdio", "http"] = "stdio"
 
 
 class SessionInfo(Data, kw_only=True, frozen=True):

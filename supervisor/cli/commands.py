@@ -27,7 +27,7 @@ from msgspec import Struct
 from protocol.errors import CorralError, ProtocolError
 from protocol.events import Decision
 from protocol.messages import LspList, LspListResult
-from protocol.models import Permissions, SessionInfo
+from protocol.models import McpServerInfo, Permissions, SessionInfo
 from protocol.schema import client_protocol_schema
 
 from supervisor.cli.attach import attach, follow_frames
@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--from", dest="from_seq", type=int, default=1, metavar="N")
     sub.add_argument("--json", action="store_true", help="the event frames, one JSON object a line")
     sub.add_argument("--follow", "-f", action="store_true", help="keep following")
+    sub = command("mcp", _mcp, "The daemon's MCP servers: `mcp ls [--json]`, `mcp restart NAME`.")
+    mcp = sub.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
+    mcp_ls = mcp.add_parser("ls", parents=[common], help="List MCP servers: state, pid, tools.")
+    mcp_ls.add_argument("--json", action="store_true", help="print JSON")
+    mcp_restart = mcp.add_parser("restart", parents=[common], help="Restart an MCP server (a failed one too).")
+    mcp_restart.add_argument("name", metavar="NAME")
     sub = command("protocol", _protocol, "Protocol tools (works without a daemon).")
     sub.add_argument("what", choices=("schema",), help="schema: the client protocol's JSON Schema")
     return parser
@@ -252,6 +258,30 @@ def _lsp(args: argparse.Namespace) -> None:
                 *([s.server, s.state, str(s.pid or "-"), str(s.restarts), s.root] for s in servers)])
     else:
         print("no language servers")
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    async def run() -> list[McpServerInfo]:
+        async with open_client(_state(args)) as client:
+            if args.mcp_command == "restart":
+                return [await client.mcp_restart(args.name)]
+            return await client.mcp_servers()
+
+    servers = trio.run(run)
+    if args.mcp_command == "ls" and args.json:
+        print(msgspec.json.encode(servers).decode())
+    elif servers:
+        rows = [["NAME", "STATE", "PID", "RESTARTS", "TOOLS", "LAST ERROR"]]
+        rows += [[s.name, s.state, str(s.pid or "-"), str(s.restarts), str(len(s.tools)),
+                  s.last_error or "-"] for s in servers]
+        _table(rows)
+    else:
+        print("no MCP servers")
+    if args.mcp_command == "restart" and servers[0].state != "running":
+        print(f"corral: MCP server {args.name} is {servers[0].state}: {servers[0].last_error or '-'}",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 def _attach(args: argparse.Namespace) -> None:

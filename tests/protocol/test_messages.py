@@ -60,7 +60,7 @@ def test_request_methods_are_exactly_the_protocol_table() -> None:
         "daemon.status", "daemon.shutdown", "harness.list", "session.create", "session.list",
         "session.get", "session.subscribe", "session.unsubscribe", "session.prompt",
         "session.interrupt", "session.permission", "session.set_model", "session.close",
-        "lsp.list", "session.resume",  # additions beyond PROTOCOL.md's core table
+        "lsp.list", "session.resume", "mcp.list", "mcp.restart",  # additions beyond PROTOCOL.md's core table
     }
     assert set(messages.RESULT_TYPES) == set(messages.REQUEST_TYPES)
 
