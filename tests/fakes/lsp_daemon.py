@@ -14,14 +14,14 @@ from pathlib import Path
 
 import trio
 
-from actors.app import App
+from actors.app import App, Config
 from supervisor.config import load_config
 from supervisor.server import Host, run_daemon
 from supervisor.statedir import StateDir
 
 
 async def main(state_root: str, config: str, work: str, files: list[str]) -> None:
-    loaded = load_config(config)
+    loaded = load_config(Config, config)
     state = StateDir(Path(state_root))
     state.ensure()
     host = Host(state, loaded.config.daemon)
