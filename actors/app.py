@@ -20,6 +20,7 @@ import trio
 from actors.fake import FakeDriver
 from actors.session.actor import Session
 from actors.session.registry import Sessions
+from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
 from protocol.errors import UnknownMethod
@@ -77,10 +78,13 @@ def drivers(config: Config) -> dict[str, Any]:
     """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers."""
     claude = config.harness.get("claude", HarnessConfig())
     codex = config.harness.get("codex", HarnessConfig())
+    acp = {name: AcpDriver(profile, binary=_expand(config.harness.get(name, HarnessConfig()).binary))
+           for name, profile in PROFILES.items()}
     return {
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary)),
         "codex": CodexDriver(binary=_expand(codex.binary)),
+        **acp,
     }
 
 
