@@ -7,7 +7,9 @@ or ``options.auth_method`` names a method the agent offers; then the session ope
 
 * ``request.resume`` set: ``session/resume`` if the agent offers it (no replay), else
   ``session/load`` (the agent replays the conversation as updates, which are dropped: the
-  session's log already has them), else a new session with an ``error`` saying so. A failed
+  session's log already has them; Gemini and Copilot send part of the replay after the load's
+  answer, so conversation updates outside a turn are dropped too), else a new session with an
+  ``error`` saying so. A failed
   resume or load is an ``error`` (``<harness>.protocol.resume_failed``) and a new session.
 * otherwise ``session/new {cwd, mcpServers}`` (servers in ACP's shape, ``launch.mcp_servers``).
 
@@ -64,6 +66,9 @@ from .updates import Updates
 __all__ = ["AcpTranslator"]
 
 _STOP = {"cancelled": "interrupted"}
+_CONVERSATION = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk",
+                           "tool_call", "tool_call_update", "plan"})
+"""Updates that are part of a conversation: outside a turn they can only be a replay."""
 
 
 class _Ask(msgspec.Struct):
@@ -137,8 +142,11 @@ class AcpTranslator:
                 return self._on_request(rid, method, params)
             case jsonrpc.Notification(method="session/update", params=params):
                 update = jsonrpc.decode_as(params, wire.UpdateParams, "session/update")
-                if self._loading or update.session_id not in (None, self._session_id):
+                if update.session_id not in (None, self._session_id):
                     return []
+                if (self._loading or self._turn is None) \
+                        and update.update.session_update in _CONVERSATION:
+                    return []  # a replay of the loaded conversation (Gemini sends some late)
                 return list(self._updates.update(update.update))
         return []
 
@@ -210,9 +218,9 @@ class AcpTranslator:
                 auth = self._auth_method()
                 if auth is not None:
                     return [self._call("authenticate", {"methodId": auth})]
-                return [self._open()]
+                return self._open()
             case "authenticate":
-                return [self._open()]
+                return self._open()
             case "session/new" | "session/load" | "session/resume":
                 self._loading = False
                 return self._opened(jsonrpc.decode_as(raw, wire.SessionResult, method))
@@ -252,17 +260,21 @@ class AcpTranslator:
     def _session_params(self) -> dict[str, Any]:
         return {"cwd": self._request.cwd, "mcpServers": mcp_servers(self._request.mcp_servers)}
 
-    def _open(self) -> Output:
+    def _open(self) -> list[WorkOutput]:
         resume = self._request.resume
         caps = self._caps.agent_capabilities
         if resume and caps.session_capabilities is not None \
                 and caps.session_capabilities.resume is not None:
-            return self._call("session/resume", {"sessionId": resume, **self._session_params()})
+            return [self._call("session/resume", {"sessionId": resume, **self._session_params()})]
         if resume and caps.load_session:
             self._loading = True
             self._session_id = resume
-            return self._call("session/load", {"sessionId": resume, **self._session_params()})
-        return self._call("session/new", self._session_params())
+            return [self._call("session/load", {"sessionId": resume, **self._session_params()})]
+        new = self._call("session/new", self._session_params())
+        if not resume:
+            return [new]
+        return [Error(code=f"{self._profile.name}.protocol.resume_failed", error_class="protocol",
+                      message="the agent cannot resume a session: a new one starts"), new]
 
     def _opened(self, result: wire.SessionResult) -> list[WorkOutput]:
         self._session_id = result.session_id or self._session_id or self._request.resume

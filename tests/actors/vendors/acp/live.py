@@ -34,10 +34,11 @@ class LiveAcp:
     """One agent child driven by an ACP translator; events land in ``events``."""
 
     def __init__(self, agent: str, request: HarnessRequest, *, stderr_path: Path,
-                 record: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 record: Callable[[dict[str, Any]], None] | None = None,
+                 driver: AcpDriver | None = None) -> None:
         self.agent = agent
         self.request = request
-        self.driver = AcpDriver(PROFILES[agent])
+        self.driver = driver if driver is not None else AcpDriver(PROFILES[agent])
         self.launch = self.driver.launch(request)
         self.translator = self.driver.translator(request)
         self.events: list[Event] = []
@@ -81,10 +82,14 @@ class LiveAcp:
 
     async def wait_for(self, predicate: Callable[[Event], bool], start: int = 0) -> Event:
         """The first event at index ``start`` or later that matches ``predicate``."""
+        return self.events[await self.index_of(predicate, start)]
+
+    async def index_of(self, predicate: Callable[[Event], bool], start: int = 0) -> int:
+        """The index of the first event at ``start`` or later that matches ``predicate``."""
         while True:
-            for event in self.events[start:]:
-                if predicate(event):
-                    return event
+            for index in range(start, len(self.events)):
+                if predicate(self.events[index]):
+                    return index
             if self._eof:
                 raise EOFError("the agent exited before the expected event")
             await self._changed.wait()
