@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 import trio
 
-from tests.fakes.acp_offline import AGENTS, MODELS, aside, binary, install_hint, offline
+from tests.fakes.acp_offline import AGENTS, MODELS, PINNED, aside, binary, install_hint, offline
 from tests.fakes.model_script import Turn, call, hang, say
 from tests.fakes.model_server import FakeModels, Recorded
 
-from .daemonproc import raw_client, wait_gone
+from .daemonproc import DaemonProc, raw_client, wait_gone
 from .vendor_rig import Rig, close_and_check_gone, daemon_session, family, is_kind, marked, of
 
 pytestmark = [pytest.mark.vendor]
@@ -214,3 +214,22 @@ async def test_close_mid_turn_leaves_no_process(tmp_path: Path, agent: str) -> N
             before = family(pid)
             assert pid in marked(state)
             await close_and_check_gone(rig, state, before)
+
+
+async def test_harness_list_shows_every_acp_profile(daemon: DaemonProc) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with raw_client(daemon) as client:
+            listed = {h["harness"]: h for h in (await client.ok("harness.list"))["harnesses"]}
+    acp = {"gemini", "copilot", "claude-acp", "codex-acp", "opencode-acp", "cursor", "omp", "grok"}
+    assert acp <= set(listed)
+    for agent in AGENTS:
+        if binary(agent) is not None:
+            entry = listed[agent]
+            assert entry["available"] is True, entry
+            assert PINNED[agent] in entry["version"]
+            assert entry["features"]["permissions"] and entry["features"]["interrupt"]
+    for name in acp - set(AGENTS):
+        entry = listed[name]
+        assert entry["available"] is (entry["path"] is not None and entry["reason"] is None)
+        if entry["path"] is None:
+            assert entry["reason"].endswith("not found")
