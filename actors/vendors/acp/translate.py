@@ -61,7 +61,7 @@ from .launch import mcp_servers
 from .permissions import CANCELLED, choose, permission_event
 from .profiles import Profile
 from .rpc import Rpc
-from .updates import Updates
+from .updates import Updates, turn_usage
 
 __all__ = ["AcpTranslator"]
 
@@ -215,6 +215,11 @@ class AcpTranslator:
         match method:
             case "initialize":
                 self._caps = jsonrpc.decode_as(raw, wire.InitializeResult, "initialize result")
+                if self._caps.protocol_version != wire.PROTOCOL_VERSION:
+                    return [Error(code=f"{self._profile.name}.protocol.version",
+                                  error_class="protocol",
+                                  message=f"the agent speaks ACP {self._caps.protocol_version}, "
+                                          f"corral speaks {wire.PROTOCOL_VERSION}")]
                 auth = self._auth_method()
                 if auth is not None:
                     return [self._call("authenticate", {"methodId": auth})]
@@ -349,22 +354,9 @@ class AcpTranslator:
                 Result(stop_reason=stop, is_error=is_error, usage=usage)]
 
     def _usage(self, done: wire.PromptResult) -> Usage:
-        if done.usage is not None:
-            now = done.usage
-            base = self._seen_usage if "usage_cumulative" in self._profile.quirks \
-                else wire.PromptUsage()
-            self._seen_usage = now
-            return Usage(input_tokens=max(now.input_tokens - base.input_tokens, 0),
-                         output_tokens=max(now.output_tokens - base.output_tokens, 0),
-                         cache_read_tokens=max(now.cached_read_tokens - base.cached_read_tokens, 0),
-                         cache_write_tokens=max(
-                             now.cached_write_tokens - base.cached_write_tokens, 0))
-        quota = (done.meta or {}).get("quota")
-        counts = quota.get("token_count") if isinstance(quota, dict) else None
-        if isinstance(counts, dict):
-            return Usage(input_tokens=int(counts.get("input_tokens") or 0),
-                         output_tokens=int(counts.get("output_tokens") or 0))
-        return Usage()
+        usage, self._seen_usage = turn_usage(done, self._seen_usage,
+                                             cumulative="usage_cumulative" in self._profile.quirks)
+        return usage
 
     # --- the agent's requests ----------------------------------------------------------------
 

@@ -35,11 +35,13 @@ from typing import Any
 
 import msgspec
 
-from protocol.events import Assistant, Event, Init, LimitWindow, Limits, Thought, Tool, ToolKind, ToolPhase
+from protocol.events import (
+    Assistant, Event, Init, LimitWindow, Limits, Thought, Tool, ToolKind, ToolPhase, Usage,
+)
 
-from .wire import ToolCall, Update
+from .wire import PromptResult, PromptUsage, ToolCall, Update
 
-__all__ = ["Updates", "tool_kind"]
+__all__ = ["Updates", "tool_kind", "turn_usage"]
 
 _KINDS: dict[str, ToolKind] = {
     "read": "read", "edit": "edit", "delete": "edit", "move": "edit", "search": "search",
@@ -254,3 +256,26 @@ def _content(content: list[dict[str, Any]] | None) -> Any:
     if not other:
         return text or None
     return [*([{"text": text}] if text else []), *other]
+
+
+def turn_usage(done: PromptResult, seen: PromptUsage, *,
+               cumulative: bool) -> tuple[Usage, PromptUsage]:
+    """A turn's usage from its prompt answer, and the figure to remember for the next turn.
+
+    ``usage`` (unstable ACP) counts the turn, or the whole session when ``cumulative`` (then
+    the turn's share is the growth over ``seen``); else Gemini's ``_meta.quota.token_count``.
+    """
+    if done.usage is not None:
+        now = done.usage
+        base = seen if cumulative else PromptUsage()
+        return Usage(input_tokens=max(now.input_tokens - base.input_tokens, 0),
+                     output_tokens=max(now.output_tokens - base.output_tokens, 0),
+                     cache_read_tokens=max(now.cached_read_tokens - base.cached_read_tokens, 0),
+                     cache_write_tokens=max(now.cached_write_tokens - base.cached_write_tokens,
+                                            0)), now
+    quota = (done.meta or {}).get("quota")
+    counts = quota.get("token_count") if isinstance(quota, dict) else None
+    if isinstance(counts, dict):
+        return Usage(input_tokens=int(counts.get("input_tokens") or 0),
+                     output_tokens=int(counts.get("output_tokens") or 0)), seen
+    return Usage(), seen

@@ -298,3 +298,11 @@ def test_an_interrupt_refuses_writes_still_waiting_for_a_decision() -> None:
     refused, cancel = sent(t.interrupt(0.0))
     assert refused["id"] == 7 and refused["error"]["message"] == "cancelled"
     assert cancel["method"] == "session/cancel"
+
+
+def test_an_agent_that_speaks_another_protocol_version_is_an_error_and_never_ready() -> None:
+    t = AcpTranslator(HarnessRequest(session_id="s", cwd=CWD, work_dir="/r"), PROFILES["omp"])
+    t.start(0.0)
+    (error,) = t.receive(line({"id": 1, "result": {"protocolVersion": 2}}), 0.0)
+    assert isinstance(error, Error) and error.code == "omp.protocol.version"
+    assert not t.ready
