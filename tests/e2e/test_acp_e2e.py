@@ -174,6 +174,7 @@ async def test_three_turns_on_one_process(tmp_path: Path, agent: str) -> None:
     assert carries(third, "first") and carries(third, "second") and carries(third, "Two.")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(RESTART_TIMEOUT + 30)
 @pytest.mark.parametrize("agent", AGENTS)
 async def test_sigkill_restarts_the_agent_and_resumes_the_conversation(tmp_path: Path,
