@@ -17,14 +17,17 @@ Client-side work (optional, additive). Some protocols make the agent call *us* f
 it hands such a job out as a ``Work`` output, and only when the session said it runs them
 (``HarnessRequest.runs_work``). A session that sets ``runs_work`` must, per child process:
 
-1. build ``worker = driver.worker(request)`` (drivers whose translators emit ``Work`` have it);
+1. open ``async with driver.worker(request) as worker:`` around the child's life (drivers whose
+   translators emit ``Work`` have ``worker``; it returns an async context manager);
 2. for each ``Work(id, job)`` output, start ``outcome = await worker.run(job)`` in a nursery that
    belongs to that child (jobs may block for long, e.g. a terminal's wait for exit: never in the
    frame loop), and when it returns, if that child is still the current one, hand
    ``translator.finished(id, outcome, now)``'s outputs to the usual output handling;
-3. when the child ends (crash, close, restart), cancel that nursery and ``await
-   worker.aclose()`` (shielded, bounded by the close timeout): it kills what the jobs left running
-   (terminal process groups). Outcomes of a dead child are dropped.
+3. when the child ends (crash, close, restart), cancel that nursery and leave the ``async
+   with`` block (it kills and reaps what the jobs left running, e.g. terminal process groups,
+   shielded and bounded). Outcomes of a dead child are dropped.
+
+``tests/actors/vendors/acp/live.py`` does exactly this around a real agent.
 """
 
 from __future__ import annotations
@@ -87,16 +90,14 @@ WorkOutput = Event | Send | Work
 
 
 class Worker(Protocol):
-    """Runs one child's ``Work`` jobs (I/O); one per child process."""
+    """Runs one child's ``Work`` jobs (I/O); one per child process, from ``driver.worker``."""
 
     async def run(self, job: Any) -> Any:
         """Do ``job`` and return its outcome; a failure of the job is an outcome, not a raise.
 
-        Cancellation: cancelling it abandons the job (anything it started is killed by ``aclose``).
+        Cancellation: cancelling it abandons the job; what it started is killed when the
+        worker's ``async with`` block ends.
         """
-
-    async def aclose(self) -> None:
-        """Kill and reap what the jobs left running (bounded; call it shielded)."""
 
 
 class Translator(Protocol):
@@ -154,4 +155,4 @@ class Driver(Protocol):
         """Find the binary, its version and login state; never reads or returns a token."""
 
     # Drivers whose translators emit ``Work`` also have
-    # ``worker(self, request: HarnessRequest) -> Worker``.
+    # ``worker(self, request: HarnessRequest) -> AbstractAsyncContextManager[Worker]``.
