@@ -28,6 +28,7 @@ from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
 from actors.session.sessions import SessionTable
+from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
 from protocol.errors import UnknownMethod
@@ -118,11 +119,14 @@ def drivers(config: Config) -> dict[str, Any]:
     prices, price_warnings = load_prices()
     for warning in warnings + price_warnings:
         log.warning("config: %s", warning)
+    acp = {name: AcpDriver(profile, binary=_expand(config.harness.get(name, HarnessConfig()).binary))
+           for name, profile in PROFILES.items()}
     return {
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary)),
         "codex": CodexDriver(binary=_expand(codex.binary)),
         "native": NativeDriver(providers=providers, prices=prices),
+        **acp,
     }
 
 
