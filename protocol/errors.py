@@ -40,6 +40,10 @@ class ErrorCode(enum.StrEnum):
     CONFIG_INVALID = "config_invalid"
     LEDGER_CORRUPT = "ledger_corrupt"
     STORAGE_FAILED = "storage_failed"
+    # Workspaces (git worktrees).
+    MERGE_CONFLICT = "merge_conflict"
+    TARGET_DIRTY = "target_dirty"
+    GIT_FAILED = "git_failed"
 
 
 class CorralError(Exception):
@@ -223,3 +227,25 @@ class StorageFailed(CorralError):
     """Writing durable state failed (a full disk, a read-only directory)."""
 
     code = ErrorCode.STORAGE_FAILED
+
+
+class MergeConflict(CorralError):
+    """``workspace.merge`` would conflict; nothing was changed. ``data["files"]`` lists the
+    conflicting paths."""
+
+    code = ErrorCode.MERGE_CONFLICT
+
+
+class TargetDirty(CorralError):
+    """``workspace.merge`` was refused because the checkout it merges into has uncommitted
+    changes to tracked files (or untracked files the merge would overwrite), listed in
+    ``data["files"]``; nothing was changed."""
+
+    code = ErrorCode.TARGET_DIRTY
+
+
+class GitFailed(CorralError):
+    """A git command the daemon ran failed for a reason without a code of its own; the message
+    carries git's own words (``data``: the command and its exit status)."""
+
+    code = ErrorCode.GIT_FAILED

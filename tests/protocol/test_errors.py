@@ -11,7 +11,7 @@ GOLDEN = [
     "frame_too_large", "unauthorized", "bad_handshake", "unsupported_protocol", "internal",
     "timeout", "actor_gone", "protocol_error", "launch_failed", "child_exited",
     "intensity_exceeded", "daemon_running", "daemon_not_running", "config_invalid",
-    "ledger_corrupt", "storage_failed",
+    "ledger_corrupt", "storage_failed", "merge_conflict", "target_dirty", "git_failed",
 ]
 
 
