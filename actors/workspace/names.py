@@ -54,14 +54,14 @@ def default_branch(label: str) -> str:
 
 def ref_part(text: str) -> str:
     """``text`` as one valid ref component: runs of anything but letters, digits, ``.``, ``_``
-    and ``-`` become one ``-``; no leading ``-`` or ``.``, no ``..``, no trailing ``.`` or
+    and ``-`` become one ``-``; no leading or trailing ``-`` or ``.``, no ``..``, no trailing
     ``.lock``; at most 60 characters. May be empty."""
     part = _UNSAFE_PART.sub("-", text)
     while ".." in part:
         part = part.replace("..", ".")
     part = part[:_PART_LIMIT].lstrip("-.")
-    while part.endswith((".", ".lock")):
-        part = part.removesuffix(".lock").rstrip(".")
+    while part.endswith((".", ".lock", "-")):
+        part = part.removesuffix(".lock").rstrip(".-")
     return part
 
 
