@@ -116,6 +116,14 @@ class Workspaces:
         """The session's worktree record, if it was created with one."""
         return self._records.get(session_id)
 
+    def owned(self, session_id: str) -> WorkspaceRecord:
+        """The session's worktree record; ``unsupported`` if it was created without one."""
+        record = self._records.get(session_id)
+        if record is None:
+            raise Unsupported(f"session {session_id} has no worktree (it was created without "
+                              "workspace mode 'worktree')")
+        return record
+
     def describe(self, info: SessionInfo) -> SessionInfo:
         """``info`` with ``repo`` and ``workspace`` set when the session has a worktree."""
         record = self._records.get(info.id)
@@ -167,8 +175,8 @@ class Workspaces:
     async def discard(self, session_id: str) -> None:
         """``workspace.discard``: worktree and branch go, unmerged commits too. The caller has
         made sure the session is not running. Discarding twice is a no-op."""
-        async with self._lock(self._record(session_id).common_dir):
-            record = self._record(session_id)
+        async with self._lock(self.owned(session_id).common_dir):
+            record = self.owned(session_id)
             if record.removed and record.state == "discarded":
                 return
             await self._save(await self._remove(msgspec.structs.replace(record, state="discarded")))
@@ -190,15 +198,8 @@ class Workspaces:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _record(self, session_id: str) -> WorkspaceRecord:
-        record = self._records.get(session_id)
-        if record is None:
-            raise Unsupported(f"session {session_id} has no worktree (it was created without "
-                              "workspace mode 'worktree')")
-        return record
-
     def _active(self, session_id: str, *, allow_removed: bool = False) -> WorkspaceRecord:
-        record = self._record(session_id)
+        record = self.owned(session_id)
         if record.removed and not allow_removed:
             raise Unsupported(f"the worktree of session {session_id} was {record.state}; "
                               "there is no worktree left")
