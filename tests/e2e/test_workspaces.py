@@ -213,3 +213,28 @@ async def test_the_command_line_runs_a_worktree_from_new_to_discard(daemon: Daem
     assert code == 0 and not work.exists(), err
     code, _, err = await _corral(state, "new", "--harness", "fake", "--branch", "x")
     assert code == 2 and "--worktree" in err
+
+
+@pytest.mark.vendor
+async def test_a_real_claude_session_in_a_worktree_writes_there_and_not_in_the_checkout(tmp_path: Path) -> None:
+    from tests.fakes.anthropic_server import bash, text
+
+    from .test_claude_e2e import BINARY, IDLE, INSTALL_HINT, TIMEOUT, claude_session
+
+    if BINARY is None and not os.environ.get("CI"):
+        pytest.skip(f"Claude Code is not installed ({INSTALL_HINT})")
+    make_repo(tmp_path / "work")
+    script = [bash("echo made-by-claude > made.txt && pwd"), text("Created made.txt.")]
+    with trio.fail_after(TIMEOUT):
+        async with claude_session(tmp_path, *script, permissions={"allow_tools": ["Bash"]},
+                                  workspace={"mode": "worktree"}, ready=False) as (rig, _):
+            info = await rig.info()
+            worktree = Path(info["cwd"])
+            assert info["repo"] == str(rig.work) and worktree != rig.work
+            events = [*await rig.until(IDLE), *await rig.turn("create made.txt")]
+            assert [e["cwd"] for e in events if e["type"] == "init"] == [str(worktree)]
+            assert (worktree / "made.txt").read_text() == "made-by-claude\n"
+            assert not (rig.work / "made.txt").exists()
+            assert git(rig.work, "status", "--porcelain") == ""
+            diff = await rig.client.ok("workspace.diff", session_id=rig.sid, stat=True)
+            assert [f["path"] for f in diff["files"]] == ["made.txt"]
