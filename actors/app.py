@@ -7,6 +7,7 @@ This is the one module that sees every layer: it hands ``supervisor.server`` an 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -27,7 +28,7 @@ from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
 from actors.workspace import Workspaces, load_workspaces_config
 from protocol import events as ev
-from protocol.errors import SessionBusy, UnknownMethod
+from protocol.errors import CorralError, SessionBusy, UnknownMethod
 from protocol.messages import (
     ClientRequest,
     DaemonShutdown,
@@ -192,12 +193,14 @@ class App:
                                              cwd=request.cwd, label=request.name)
         if record is None:  # mode "none": today's behaviour
             return await self.sessions.create(request, session_id=session_id)
+        plain = msgspec.structs.replace(request, cwd=record.cwd, workspace=None, prompt=None)
         try:
-            plain = msgspec.structs.replace(request, cwd=record.cwd, workspace=None, prompt=None)
             await self.sessions.create(plain, session_id=session_id)
             await self.workspaces.bind(record)
         except BaseException:
             with trio.CancelScope(shield=True):
+                with contextlib.suppress(CorralError):  # it may not exist, or be closed already
+                    await self.sessions.live_session(session_id).close("session")
                 await self.workspaces.release(record)
             raise
         self._announce(session_id, self.workspaces.event(session_id, "created"))

@@ -38,8 +38,12 @@ async def test_children_are_recorded_in_the_ledger_and_dropped_after(tmp_path: P
     repo = make_repo(tmp_path / "repo")
     (tmp_path / "state").mkdir()
     ledger = Ledger(tmp_path / "state")
-    alias = "alias.look=!cat \"$CORRAL_STATE_DIR/ledger.json\""
-    rows = json.loads((await Git(ledger=ledger).run(str(repo), "-c", alias, "look")).text)
+    # The row is written just after the spawn: the child waits (bounded by the runner's
+    # timeout) until its own key is on disk, then prints the ledger.
+    ledger_file = '"$CORRAL_STATE_DIR/ledger.json"'
+    alias = (f"alias.look=!until grep -qF \"$CORRAL_CHILD_KEY\" {ledger_file} 2>/dev/null; "
+             f"do sleep 0.01; done; cat {ledger_file}")
+    rows = json.loads((await Git(ledger=ledger, timeout=30).run(str(repo), "-c", alias, "look")).text)
     assert [row["kind"] for row in rows["rows"]] == ["git"]
     assert ledger.rows() == []
 
