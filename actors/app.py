@@ -9,9 +9,12 @@ server's ``[daemon]`` among them, which no other module of ``actors`` may import
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import secrets
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,9 @@ from actors.session.sessions import SessionTable
 from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
-from protocol.errors import UnknownMethod
+from actors.workspace import Workspaces, load_workspaces_config
+from protocol import events as ev
+from protocol.errors import CorralError, SessionBusy, UnknownMethod
 from protocol.messages import (
     ClientRequest,
     DaemonShutdown,
@@ -57,7 +62,12 @@ from protocol.messages import (
     SessionResult,
     SessionResume,
     SessionSetModel,
+    WorkspaceCommit,
+    WorkspaceDiff,
+    WorkspaceDiscard,
+    WorkspaceMerge,
 )
+from protocol.models import SessionInfo, WorkspaceSpec
 from supervisor import __version__
 from supervisor.cli import commands
 from supervisor.config import LoadedConfig
@@ -68,7 +78,7 @@ from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
 from supervisor.server.connection import FeedLike
 from supervisor.statedir import DaemonFile, StateDir
-from supervisor.tree import ChildSpec, ChildType
+from supervisor.tree import ChildSpec, ChildType, RestartType
 
 __all__ = ["App", "Config", "drivers", "main", "serve"]
 
@@ -141,14 +151,18 @@ class App:
         lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
         self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
+        workspaces_config, self.workspaces_warnings = load_workspaces_config(loaded.source)
+        self.workspaces = Workspaces(host.state.root, workspaces_config, host.ledger)
 
     def boot(self, host: Host) -> None:
         for warning in [*self.loaded.warnings, *self.mcp.warnings]:
-            # [lsp] and [mcp] are read by their own bridges (actors.lsp.config, actors.mcp.wiring)
-            if warning != _LSP_UNKNOWN and not warning.startswith("unknown key 'mcp'"):
+            # [lsp], [mcp] and [workspaces] are read by their own bridges until the root has them
+            if warning not in _BRIDGED and not warning.startswith("unknown key 'mcp'"):
                 log.warning("config: %s", warning)
-        for warning in [*self.lsp_warnings, *(w.message for w in self.lsp.warnings)]:
+        for warning in [*self.lsp_warnings, *(w.message for w in self.lsp.warnings),
+                        *self.workspaces_warnings]:
             log.warning("config: %s", warning)
+        self.workspaces.load()
         revived = self.sessions.boot()
         if revived:
             log.info("closed %d session(s) left open by a crashed daemon", len(revived))
@@ -157,7 +171,9 @@ class App:
         # MCP and LSP first: sessions (which use them) stop before they do.
         lsp = ChildSpec(id="lsp", start=self.lsp.run, type=ChildType.SUPERVISOR,
                         shutdown=self.lsp.config.shutdown_timeout + 5)
-        return [*self.mcp.children(), lsp,
+        # The workspaces' boot reconcile runs first and is done before anything listens.
+        reconcile = ChildSpec(id="workspaces", start=self.workspaces.run, restart=RestartType.TEMPORARY)
+        return [reconcile, *self.mcp.children(), lsp,
                 ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                           shutdown=self.config.daemon.shutdown_timeout + 5)]
 
@@ -173,6 +189,8 @@ class App:
                 return Empty()
             case HarnessList():
                 return HarnessListResult(harnesses=await self.sessions.detections())
+            case SessionCreate(workspace=WorkspaceSpec()):
+                return SessionResult(session=await self._create_in_workspace(request))
             case SessionCreate():
                 shared, key = await self.mcp.prepare(request)
                 try:
@@ -183,13 +201,27 @@ class App:
                 self.mcp.adopt(key, info.id)
                 return SessionResult(session=info)
             case SessionList():
-                return SessionListResult(sessions=self.sessions.infos())
+                return SessionListResult(sessions=[self.workspaces.describe(i) for i in self.sessions.infos()])
             case LspList():
                 return LspListResult(servers=self.lsp.infos())
             case SessionResume():
                 return SessionResult(session=await self.sessions.resume(request))
             case SessionGet(session_id=sid):
-                return SessionResult(session=self.sessions.get(sid).info())
+                return SessionResult(session=self.workspaces.describe(self.sessions.get(sid).info()))
+            case WorkspaceDiff(session_id=sid, stat=stat):
+                self.sessions.get(sid)
+                return await self.workspaces.diff(sid, stat=stat)
+            case WorkspaceCommit(session_id=sid, message=message):
+                self.sessions.get(sid)
+                return await self.workspaces.commit(sid, message)
+            case WorkspaceMerge(session_id=sid, strategy=strategy):
+                ended = not isinstance(self.sessions.get(sid), Session)
+                merged = await self.workspaces.merge(sid, strategy, ended=ended)
+                self._announce(sid, self.workspaces.event(sid, "merged"))
+                return merged
+            case WorkspaceDiscard(session_id=sid, force=force):
+                await self._discard(sid, force=force, by=connection_id)
+                return Empty()
             case McpList():
                 return McpListResult(servers=self.mcp.registry.infos())
             case McpRestart(name=name):
@@ -208,9 +240,65 @@ class App:
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
 
+    # --- workspaces: the seam until the session table calls them itself --------------------
 
-_LSP_UNKNOWN = "unknown key 'lsp' ignored"
-"""The generic loader does not know ``[lsp]`` (read by ``load_lsp_config``) until the config root does."""
+    async def _create_in_workspace(self, request: SessionCreate) -> SessionInfo:
+        """``session.create`` with a ``workspace``: the worktree first, then the session in it.
+
+        The session id is chosen here so the worktree is made for it; a session that cannot
+        be created takes its worktree with it. The first prompt waits for the ``workspace``
+        event, so that event comes before the turn in the session's log.
+        """
+        session_id = f"s-{secrets.token_hex(6)}"
+        record = await self.workspaces.place(session_id, request.workspace or _NO_WORKSPACE,
+                                             cwd=request.cwd, label=request.name)
+        if record is None:  # mode "none": today's behaviour
+            return await self.sessions.create(request, session_id=session_id)
+        plain = msgspec.structs.replace(request, cwd=record.cwd, workspace=None, prompt=None)
+        try:
+            await self.sessions.create(plain, session_id=session_id)
+            await self.workspaces.bind(record)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                with contextlib.suppress(CorralError):  # it may not exist, or be closed already
+                    await self.sessions.live_session(session_id).close("session")
+                await self.workspaces.release(record)
+            raise
+        self._announce(session_id, self.workspaces.event(session_id, "created"))
+        found = self.sessions.get(session_id)
+        if request.prompt and isinstance(found, Session):
+            await found.prompt(request.prompt, "session")
+        return self.workspaces.describe(found.info())
+
+    async def _discard(self, session_id: str, *, force: bool, by: str) -> None:
+        """``workspace.discard``: an open session is ``session_busy`` unless ``force`` closes it."""
+        found = self.sessions.get(session_id)
+        self.workspaces.owned(session_id)  # ``unsupported`` before anything is closed
+        if isinstance(found, Session):
+            if not force:
+                raise SessionBusy(f"session {session_id} is {found.state}: close it first, or "
+                                  "discard with force to close it and discard its worktree")
+            await found.close(by)
+        await self.workspaces.discard(session_id)
+
+    def _announce(self, session_id: str, event: ev.Workspace) -> None:
+        """Append a ``workspace`` event to a live session's log and wake its subscribers.
+
+        Interim: a session that has ended has a closed log and gets no event (clients see the
+        worktree's state in ``session.get``); once the session actor takes events from outside,
+        this becomes a call to it.
+        """
+        found = self.sessions.get(session_id)
+        if isinstance(found, Session) and not found.closed.is_set():
+            found.log.append(event, now=time.time())
+            found.feed.appended()
+
+
+_BRIDGED = frozenset({"unknown key 'lsp' ignored", "unknown key 'workspaces' ignored"})
+"""The generic loader does not know ``[lsp]`` and ``[workspaces]`` (read by ``load_lsp_config``
+and ``load_workspaces_config``) until the config root does."""
+
+_NO_WORKSPACE = WorkspaceSpec()
 
 
 def _mcp_gate(config: Config) -> Any:

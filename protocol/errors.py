@@ -47,6 +47,10 @@ class ErrorCode(enum.StrEnum):
     MCP_START_FAILED = "mcp.start_failed"
     MCP_CALL_TIMEOUT = "mcp.call_timeout"
     MCP_CALL_FAILED = "mcp.call_failed"
+    # Workspaces (git worktrees).
+    MERGE_CONFLICT = "merge_conflict"
+    TARGET_DIRTY = "target_dirty"
+    GIT_FAILED = "git_failed"
 
 
 class CorralError(Exception):
@@ -269,3 +273,24 @@ class McpCallFailed(CorralError):
     """The server answered a request with a JSON-RPC error (``data`` carries its code)."""
 
     code = ErrorCode.MCP_CALL_FAILED
+
+class MergeConflict(CorralError):
+    """``workspace.merge`` would conflict; nothing was changed. ``data["files"]`` lists the
+    conflicting paths."""
+
+    code = ErrorCode.MERGE_CONFLICT
+
+
+class TargetDirty(CorralError):
+    """``workspace.merge`` was refused because the checkout it merges into has uncommitted
+    changes to tracked files (or untracked files the merge would overwrite), listed in
+    ``data["files"]``; nothing was changed."""
+
+    code = ErrorCode.TARGET_DIRTY
+
+
+class GitFailed(CorralError):
+    """A git command the daemon ran failed for a reason without a code of its own; the message
+    carries git's own words (``data``: the command and its exit status)."""
+
+    code = ErrorCode.GIT_FAILED

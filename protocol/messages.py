@@ -17,10 +17,12 @@ from .models import (
     ClientInfo,
     DaemonInfo,
     Detection,
+    FileChange,
     McpServer,
     McpServerInfo,
     Permissions,
     SessionInfo,
+    WorkspaceSpec,
 )
 
 # --- handshake -------------------------------------------------------------------------------
@@ -75,6 +77,7 @@ class SessionCreate(Request, tag="session.create", kw_only=True, frozen=True):
     env: dict[str, str] | None = None
     mcp_servers: list[McpServer] | None = None
     options: dict[str, Any] | None = None
+    workspace: WorkspaceSpec | None = None
 
 
 class SessionList(Request, tag="session.list", kw_only=True, frozen=True):
@@ -157,6 +160,48 @@ class McpRestart(Request, tag="mcp.restart", kw_only=True, frozen=True):
     name: str
 
 
+MergeStrategy = Literal["merge", "squash", "rebase"]
+
+
+class WorkspaceDiff(Request, tag="workspace.diff", kw_only=True, frozen=True):
+    """The session's worktree against its base: committed, uncommitted and untracked changes.
+
+    ``stat``: the list of files only (``diff`` is then empty).
+    """
+
+    session_id: str
+    stat: bool = False
+
+
+class WorkspaceCommit(Request, tag="workspace.commit", kw_only=True, frozen=True):
+    """Commit everything uncommitted in the session's worktree (untracked files included)."""
+
+    session_id: str
+    message: str
+
+
+class WorkspaceMerge(Request, tag="workspace.merge", kw_only=True, frozen=True):
+    """Bring the session's branch into the branch its repository has checked out.
+
+    ``merge`` always makes a merge commit, ``squash`` one commit on top of the target,
+    ``rebase`` replays the branch's commits on top of it. Refused, with the repository left as
+    it was, on a conflict (``merge_conflict``) or a dirty target checkout (``target_dirty``).
+    """
+
+    session_id: str
+    strategy: MergeStrategy = "merge"
+
+
+class WorkspaceDiscard(Request, tag="workspace.discard", kw_only=True, frozen=True):
+    """Remove the session's worktree and branch, unmerged commits included.
+
+    An open session is ``session_busy`` unless ``force``, which closes it first.
+    """
+
+    session_id: str
+    force: bool = False
+
+
 ClientRequest = (
     DaemonStatus
     | DaemonShutdown
@@ -175,6 +220,10 @@ ClientRequest = (
     | LspList
     | McpList
     | McpRestart
+    | WorkspaceDiff
+    | WorkspaceCommit
+    | WorkspaceMerge
+    | WorkspaceDiscard
 )
 """Every request a client may send after the handshake."""
 
@@ -184,7 +233,7 @@ REQUEST_TYPES: dict[str, type[Request]] = {
         DaemonStatus, DaemonShutdown, HarnessList, SessionCreate, SessionList, SessionGet,
         SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
         SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
-        McpRestart,
+        McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
     )
 }
 
@@ -269,6 +318,21 @@ class McpServerResult(Data, kw_only=True, frozen=True):
     server: McpServerInfo
 
 
+class DiffResult(Data, kw_only=True, frozen=True):
+    """``workspace.diff``: the unified ``diff`` (bounded; ``truncated`` when cut, its last line
+    then saying how many bytes were left out) and every changed file."""
+
+    diff: str
+    files: list[FileChange]
+    truncated: bool = False
+
+
+class CommitResult(Data, kw_only=True, frozen=True):
+    """``workspace.commit`` and ``workspace.merge``: the commit made (its full hash)."""
+
+    commit: str
+
+
 RESULT_TYPES: dict[str, type[Data]] = {
     "daemon.status": DaemonStatusResult,
     "daemon.shutdown": Empty,
@@ -287,6 +351,10 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "lsp.list": LspListResult,
     "mcp.list": McpListResult,
     "mcp.restart": McpServerResult,
+    "workspace.diff": DiffResult,
+    "workspace.commit": CommitResult,
+    "workspace.merge": CommitResult,
+    "workspace.discard": Empty,
 }
 """The result shape of each method, for clients that decode ``ok.result``."""
 

@@ -60,8 +60,51 @@ class McpServerInfo(Data, kw_only=True, frozen=True):
     transport: Literal["stdio", "http"] = "stdio"
 
 
+WorkspaceMode = Literal["none", "worktree"]
+WorkspaceState = Literal["active", "merged", "discarded"]
+FileStatus = Literal["added", "modified", "deleted"]
+
+
+class WorkspaceSpec(Data, kw_only=True, frozen=True):
+    """``session.create``'s ``workspace``: where the session works.
+
+    ``none`` (the default) runs it in ``cwd``. ``worktree`` runs it in a new git worktree of the
+    repository that contains ``cwd``, on a new ``branch`` (default ``corral/<name or id>``) made
+    from ``base`` (a commit-ish; default the current ``HEAD``).
+    """
+
+    mode: WorkspaceMode = "none"
+    base: str | None = None
+    branch: str | None = None
+
+
+class WorkspaceInfo(Data, kw_only=True, frozen=True):
+    """A session's worktree: its ``branch``, the worktree's top level (``path``), the ``base``
+    commit its diff is taken against, how many files differ from it (as last counted), and
+    whether it was ``merged`` or ``discarded``."""
+
+    branch: str
+    path: str
+    base: str
+    changed_files: int
+    state: WorkspaceState = "active"
+
+
+class FileChange(Data, kw_only=True, frozen=True):
+    """One file of a ``workspace.diff``: lines ``added`` and ``removed`` (0 for a binary file)."""
+
+    path: str
+    status: FileStatus
+    added: int
+    removed: int
+
+
 class SessionInfo(Data, kw_only=True, frozen=True):
-    """What a client sees of a session (``session.get``, ``session.list``, ``session.create``)."""
+    """What a client sees of a session (``session.get``, ``session.list``, ``session.create``).
+
+    A session in a worktree has ``cwd`` inside the worktree, ``repo`` the top level of the
+    repository it came from, and ``workspace`` its worktree; both are null otherwise.
+    """
 
     id: str
     name: str | None
@@ -74,6 +117,8 @@ class SessionInfo(Data, kw_only=True, frozen=True):
     restarts: int
     pid: int | None
     vendor_session_id: str | None = None
+    repo: str | None = None
+    workspace: WorkspaceInfo | None = None
 
 
 class ProviderInfo(Data, kw_only=True, frozen=True):

@@ -131,7 +131,7 @@ class SessionTable:
             self.ended[meta.id] = ClosedSession(meta, event_log)
         return revived
 
-    async def create(self, request: SessionCreate) -> SessionInfo:
+    async def create(self, request: SessionCreate, *, session_id: str | None = None) -> SessionInfo:
         """Start a session; answers once it exists, even if its first child dies at once.
 
         Everything that can be refused (harness, cwd, model, env, options, log path, a missing
@@ -145,7 +145,7 @@ class SessionTable:
             raise HarnessUnavailable(
                 f"unknown harness {request.harness!r}; known: {', '.join(sorted(self.drivers))}")
         check_create(request)
-        session_id = f"s-{secrets.token_hex(6)}"
+        session_id = session_id or f"s-{secrets.token_hex(6)}"
         directory = self.root / session_id
         default_options, default_env = harness_defaults(self.config, request.harness)
         options = {**default_options, **(request.options or {})}
