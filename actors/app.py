@@ -23,6 +23,7 @@ from actors.session.actor import Session
 from actors.session.registry import Sessions
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
+from actors.vendors.pi import PiDriver
 from protocol.errors import UnknownMethod
 from protocol.messages import (
     ClientRequest,
@@ -80,10 +81,12 @@ def drivers(config: Config) -> dict[str, Any]:
     """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers."""
     claude = config.harness.get("claude", HarnessConfig())
     codex = config.harness.get("codex", HarnessConfig())
+    pi = config.harness.get("pi", HarnessConfig())
     return {
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary)),
         "codex": CodexDriver(binary=_expand(codex.binary)),
+        "pi": PiDriver(binary=_expand(pi.binary)),
     }
 
 
