@@ -12,7 +12,9 @@ state                  meaning
 not ready              ``get_state`` in flight
 idle                   ``prompt`` sends pi's ``prompt`` command
 running                a run goes (``prompt`` sent, or ``agent_start`` seen); ``steer`` sends
-                       pi's ``steer`` (delivered after the current tool calls)
+                       ``prompt`` with ``streamingBehavior: "steer"``: pi delivers it after the
+                       current tool calls, or, if the run just ended, starts a new run with it
+                       (its ``agent_start`` keeps the turn going)
 ending                 ``agent_end`` seen; a ``get_state`` *barrier* is in flight
 =====================  =================================================================
 
@@ -20,7 +22,7 @@ Why the barrier: ``agent_end`` is not always the end. After a retryable model er
 ``agent_end`` and then ``auto_retry_start`` and runs again; and pi accepts the next ``prompt``
 only once it is idle. pi answers commands in order after the lines it already wrote, so the
 answer to a ``get_state`` sent on ``agent_end`` comes after any ``auto_retry_start`` of that run:
-a retry cancels the ending (the run goes on), an answer with ``isStreaming: false`` ends the turn
+a retry or a new ``agent_start`` cancels the ending (the run goes on), an answer with ``isStreaming: false`` ends the turn
 with ``result``; ``isStreaming: true`` sends another barrier (at most ``_MAX_BARRIERS``).
 
 ``result``: stop reason from the run's last assistant message (``stop`` → ``end_turn``,
@@ -139,6 +141,7 @@ class PiTranslator:
             case wire.AgentStart():
                 if self._run is None:
                     self._run = _Run()  # a run pi started on its own
+                self._run.barrier = None  # a steer that came after the end: the turn goes on
                 return []
             case wire.MessageStart(message=message) if message.role == "assistant":
                 if self._run is not None:
@@ -182,10 +185,11 @@ class PiTranslator:
         return [self._call("prompt", message=text)]
 
     def steer(self, text: str, now: float) -> list[Output] | None:
-        """pi's ``steer`` into the running run; ``None`` once it is ending (the session holds it)."""
+        """``prompt`` with ``streamingBehavior: "steer"`` into the running run; ``None`` once it
+        is ending (the session holds it)."""
         if self._run is None or self._run.barrier is not None:
             return None
-        return [self._call("steer", message=text)]
+        return [self._call("prompt", label="steer", message=text, streamingBehavior="steer")]
 
     def interrupt(self, now: float) -> list[Output]:
         """Dismiss open questions (the session reports them cancelled) and ``abort`` the run."""
@@ -217,9 +221,10 @@ class PiTranslator:
 
     # --- internals ---------------------------------------------------------------------
 
-    def _call(self, kind: str, **fields: Any) -> Send:
+    def _call(self, kind: str, *, label: str | None = None, **fields: Any) -> Send:
+        """Command ``kind``; its response is handled as ``label`` (default: ``kind``)."""
         call_id = f"corral:{next(self._ids)}"
-        self._calls[call_id] = kind
+        self._calls[call_id] = label or kind
         return Send(data=wire.command(kind, id=call_id, **fields))
 
     def _on_response(self, response: wire.Response) -> list[Output]:

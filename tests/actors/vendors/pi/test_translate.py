@@ -134,7 +134,8 @@ def test_interrupt_while_asking_withdraws_the_question() -> None:
 
 def test_steer_reaches_the_running_run() -> None:
     replay = Replay("steer")
-    assert {"type": "steer", "id": "corral:3", "message": "also mention pears"} in replay.sent
+    assert {"type": "prompt", "id": "corral:3", "message": "also mention pears",
+            "streamingBehavior": "steer"} in replay.sent
     (result,) = replay.of(Result)
     assert result.stop_reason == "end_turn" and result.usage.input_tokens == 40
     assert replay.said().endswith("With pears.")
@@ -203,11 +204,16 @@ def test_prompt_while_running_is_busy_and_steer_waits_for_a_run() -> None:
     with pytest.raises(SessionBusy):
         translator.prompt("again", 0.0)
     assert sends(translator.steer("more", 0.0) or []) == [
-        {"type": "steer", "id": "corral:3", "message": "more"}]
+        {"type": "prompt", "id": "corral:3", "message": "more", "streamingBehavior": "steer"}]
     # Once the run ended (barrier in flight), a steer is held by the session.
     barrier = sends(translator.receive(line(type="agent_end", messages=[]), 0.0))
     assert barrier == [{"type": "get_state", "id": "corral:4"}]
     assert translator.steer("too late", 0.0) is None
+    # A steer pi took after its run ended starts a new run: the turn goes on.
+    assert translator.receive(line(type="agent_start"), 0.0) == []
+    assert translator.receive(line(type="response", id="corral:4", command="get_state",
+                                   success=True, data={}), 0.0) == []
+    assert translator.running
 
 
 def test_a_busy_idle_answer_sends_another_barrier() -> None:
@@ -312,3 +318,13 @@ def test_bad_options_and_mcp_servers_are_refused_at_create() -> None:
     with pytest.raises(BadRequest):
         PiTranslator(request(mcp_servers=[McpServer(name="m", command="x")]))
     PiTranslator(request(permissions=Permissions(mode="ask")))
+
+
+def test_a_refused_steer_is_reported_and_the_turn_goes_on() -> None:
+    translator = ready()
+    translator.prompt("go", 0.0)
+    translator.steer("more", 0.0)
+    (error,) = translator.receive(line(type="response", id="corral:3", command="prompt",
+                                       success=False, error="queue full"), 0.0)
+    assert isinstance(error, Error) and error.code == "pi.protocol.command_failed"
+    assert translator.running
