@@ -50,14 +50,19 @@ class Recorded(msgspec.Struct, kw_only=True, frozen=True):
     query: str
     headers: dict[str, str]
     body: Any = None
+    aside: bool = False
 
 
 class FakeModels:
     """The scripted server. Queue steps with ``add``; read ``requests`` after each call."""
 
-    def __init__(self, steps: Iterable[Step] = (), *, default: Step | None = None) -> None:
+    def __init__(self, steps: Iterable[Step] = (), *, default: Step | None = None,
+                 aside: Callable[[Any], Step | None] | None = None) -> None:
         self.steps: deque[Step] = deque(steps)
         self.default: Step = default if default is not None else say("ok")
+        self.aside = aside
+        """Given a request body, a step that answers it *beside* the script (not consuming a
+        step, recorded with ``aside=True``), or ``None``: e.g. a CLI's title-generation calls."""
         self.requests: list[Recorded] = []
         self.port = 0
         self.hanging = 0
@@ -78,7 +83,7 @@ class FakeModels:
 
     def model_requests(self) -> list[Recorded]:
         """The recorded model calls (requests on a served route), in order."""
-        return [r for r in self.requests if r.api is not None]
+        return [r for r in self.requests if r.api is not None and not r.aside]
 
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         """Wait until ``predicate()`` holds; re-checked after every request and hang change."""
@@ -127,13 +132,14 @@ class FakeModels:
         method = request.method.decode()
         api = _route(method, path)
         n = len(self.model_requests()) + 1
+        beside = self.aside(body) if self.aside is not None and api is not None else None
         self.requests.append(Recorded(api=api, method=method, path=path, query=query,
-                                      headers=headers, body=body))
+                                      headers=headers, body=body, aside=beside is not None))
         self._notify()
         if api is None:
             await _send_json(stream, conn, 404, {"error": {"message": f"no route {path}"}})
             return
-        step = self.steps.popleft() if self.steps else self.default
+        step = beside or (self.steps.popleft() if self.steps else self.default)
         if isinstance(step, Fail):
             status, extra, payload = error(api, step)
             await _send_json(stream, conn, status, payload, extra)
