@@ -206,7 +206,7 @@ class _Event(msgspec.Struct, frozen=True):
 
 
 class _Global(msgspec.Struct, frozen=True):
-    payload: msgspec.Raw | None = None
+    payload: msgspec.Raw = msgspec.Raw(b"null")
 
 
 _EVENT = msgspec.json.Decoder(_Event)
@@ -217,8 +217,8 @@ def _route(data: bytes) -> tuple[str, str | None, bytes]:
     """``(type, sessionID, event bytes)`` of one stream entry (``/global/event`` wraps each
     instance's event as ``{directory, payload}``); undecodable entries route nowhere."""
     try:
-        wrapped = _GLOBAL.decode(data).payload
-        payload = bytes(wrapped) if wrapped is not None else data
+        wrapped = bytes(_GLOBAL.decode(data).payload)
+        payload = data if wrapped == b"null" else wrapped
         event = _EVENT.decode(payload)
     except msgspec.DecodeError:
         return "", None, data

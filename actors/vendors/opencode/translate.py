@@ -16,7 +16,8 @@ idle               ``prompt`` posts ``prompt_async`` (answered 204 at once)
 turn               until ``session.status idle`` (or ``session.idle``) for this session
 =================  ======================================================================
 
-A turn ends with ``result``: ``interrupted`` after an abort (OpenCode's ``MessageAbortedError``),
+A turn ends at the first idle after its first ``busy`` (an idle before it is the tail of the
+last turn). It ends with ``result``: ``interrupted`` after an abort (OpenCode's ``MessageAbortedError``),
 ``error`` after a ``session.error`` or an assistant message with an error, else ``end_turn``;
 usage and cost are the sums of the turn's ``step-finish`` parts. Text and reasoning stream as
 ``assistant``/``thought`` deltas (``message.part.delta``); a part that never streamed comes out
@@ -74,6 +75,8 @@ class _Turn:
         self.error: wire.ErrorInfo | None = None
         self.error_reported = False
         self.interrupted = False
+        self.busy = False  # an idle before the turn's first busy is a stale one of the last turn
+        self.messages: set[str] = set()  # assistant messages first seen during this turn
 
 
 class OpenCodeTranslator:
@@ -216,7 +219,10 @@ class OpenCodeTranslator:
     def _on_status(self, raw: msgspec.Raw) -> list[Output]:
         props = wire.decode_as(raw, dict[str, Any], "session.status")
         status = props.get("status")
-        if isinstance(status, dict) and status.get("type") == "idle":
+        kind = status.get("type") if isinstance(status, dict) else None
+        if kind == "busy" and self._turn is not None:
+            self._turn.busy = True
+        if kind == "idle":
             return self._end_turn()
         return []
 
@@ -225,7 +231,7 @@ class OpenCodeTranslator:
 
     def _end_turn(self) -> list[Output]:
         turn = self._turn
-        if turn is None:
+        if turn is None or not turn.busy:
             return []
         self._turn = None
         out: list[Output] = self._reject_all()
@@ -255,10 +261,14 @@ class OpenCodeTranslator:
 
     def _on_message(self, raw: msgspec.Raw) -> list[Output]:
         info: wire.MessageInfo = wire.decode_as(raw, _MessageUpdated, "message.updated").info
-        if info.role == "assistant":
-            self._assistant.add(info.id)
-            if info.error is not None and self._turn is not None:
-                self._turn.error = info.error
+        if info.role != "assistant":
+            return []
+        turn = self._turn
+        if info.id not in self._assistant and turn is not None:
+            turn.messages.add(info.id)  # first seen in this turn: its error is this turn's
+        self._assistant.add(info.id)
+        if info.error is not None and turn is not None and info.id in turn.messages:
+            turn.error = info.error
         return []
 
     def _on_delta(self, raw: msgspec.Raw) -> list[Output]:
