@@ -52,6 +52,9 @@ class ServerSettings(msgspec.Struct, frozen=True, kw_only=True):
     shutdown: float = 5.0
     backlog: int = 10_000
     frame_limit: int = 16 * 1024 * 1024
+    linger: float = 10.0
+    """Seconds a server whose last session lost it to a crash waits for that session to come
+    back before it stops (a session's first restart is immediate; a close stops it at once)."""
 
 
 class Attachment:
@@ -64,6 +67,8 @@ class Attachment:
         self.pid: int = server.pid or 0
         self._send, self.events = trio.open_memory_channel[bytes](backlog)
         self._sessions: set[str] = set()
+        self.ended: ExitStatus | None = None
+        """The server's exit status when its generation ended under this attachment."""
 
     def route(self, session_id: str) -> None:
         """Deliver the events of OpenCode session ``session_id`` here from now on."""
@@ -88,7 +93,8 @@ class Attachment:
         except trio.ClosedResourceError:
             pass
 
-    def end(self) -> None:
+    def end(self, status: ExitStatus | None) -> None:
+        self.ended = status
         self._send.close()
 
 
@@ -172,7 +178,7 @@ class OpenCodeServer:
         finally:
             self.last_exit = status
             for attachment in list(self.attachments):
-                attachment.end()
+                attachment.end(status)
             self.attachments.clear()
             self.routes.clear()
             self._on_change()

@@ -39,6 +39,7 @@ class OpenCodeServers:
         self._spec = SupervisorSpec(strategy=Strategy.SIMPLE_ONE_FOR_ONE, intensity=intensity,
                                     period=period)
         self._supervisor: Supervisor | None = None
+        self._nursery: trio.Nursery | None = None
         self._leases: dict[str, int] = {}
         self._servers: dict[str, OpenCodeServer] = {}
         self._lock = trio.Lock()
@@ -50,11 +51,12 @@ class OpenCodeServers:
             supervisor: Supervisor = await nursery.start(partial(supervise, self._spec,
                                                                  name="opencode"))
             self._supervisor = supervisor
+            self._nursery = nursery
             task_status.started(supervisor)
             try:
                 await trio.sleep_forever()
             finally:
-                self._supervisor = None
+                self._supervisor = self._nursery = None
 
     async def lease(self, launch: Launch) -> OpenCodeServer:
         """The server for ``launch`` (started if none runs); release it with ``release``."""
@@ -75,24 +77,38 @@ class OpenCodeServers:
             self._leases[key] = self._leases.get(key, 0) + 1
             return server
 
-    async def release(self, server: OpenCodeServer) -> None:
-        """Drop one lease; the last one stops the server."""
+    async def release(self, server: OpenCodeServer, *, linger: bool = False) -> None:
+        """Drop one lease; the last one stops the server, at once or, with ``linger`` (the
+        session lost the server to a crash and is about to restart), after
+        ``settings.linger`` seconds unless a lease comes back meanwhile."""
         async with self._lock:
             count = self._leases.get(server.key, 0) - 1
+            self._leases[server.key] = max(count, 0)
             if count > 0:
-                self._leases[server.key] = count
                 return
-            self._leases.pop(server.key, None)
-            self._servers.pop(server.key, None)
-            supervisor = self._supervisor
-            if supervisor is None:
+            if linger and self._nursery is not None:
+                self._nursery.start_soon(self._stop_later, server)
                 return
-            try:
-                await supervisor.terminate_child(server.key)
-                await supervisor.delete_child(server.key)
-            except UnknownChild:
-                pass
-            log.info("opencode server %s stopped: its last session closed", server.key)
+            await self._stop(server)
+
+    async def _stop_later(self, server: OpenCodeServer) -> None:
+        await trio.sleep(self.settings.linger)
+        async with self._lock:
+            if self._leases.get(server.key, 0) == 0 and self._servers.get(server.key) is server:
+                await self._stop(server)
+
+    async def _stop(self, server: OpenCodeServer) -> None:
+        self._leases.pop(server.key, None)
+        self._servers.pop(server.key, None)
+        supervisor = self._supervisor
+        if supervisor is None:
+            return
+        try:
+            await supervisor.terminate_child(server.key)
+            await supervisor.delete_child(server.key)
+        except UnknownChild:
+            pass
+        log.info("opencode server %s stopped: its last session closed", server.key)
 
     def servers(self) -> list[OpenCodeServer]:
         """The servers with leases (for tests and statistics)."""

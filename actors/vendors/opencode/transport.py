@@ -47,7 +47,7 @@ class Leases(Protocol):
 
     async def lease(self, launch: Launch) -> OpenCodeServer: ...
 
-    async def release(self, server: OpenCodeServer) -> None: ...
+    async def release(self, server: OpenCodeServer, *, linger: bool = False) -> None: ...
 
 
 class ServerChild:
@@ -99,13 +99,14 @@ class ServerChild:
                 await self._idle.wait()
             self._closed = True
             self._calls_send.close()
-        server_gone = self._attachment.generation != self._attachment.server.generation or not \
-            self._attachment.server.ready
         self._attachment.detach()
-        last = self._attachment.server.last_exit
-        if server_gone and last is not None:
-            return last
-        return ExitStatus(reason="exited", exit_code=0)
+        ended = self._attachment.ended
+        return ended if ended is not None else ExitStatus(reason="exited", exit_code=0)
+
+    @property
+    def lost(self) -> bool:
+        """True when the server's generation ended under this session (not a close)."""
+        return self._attachment.ended is not None
 
     async def work(self) -> None:
         """Perform queued calls in order until the queue closes (the worker task)."""
@@ -147,6 +148,7 @@ async def open_server_child(leases: Leases, launch: Launch, *, attach_timeout: f
                             call_timeout: float = 30.0) -> AsyncIterator[ServerChild]:
     """Lease the server for ``launch``, attach a ``ServerChild``; detach and release after."""
     server = await leases.lease(launch)
+    child: ServerChild | None = None
     try:
         attachment = await server.attach(attach_timeout)
         child = ServerChild(attachment, call_timeout=call_timeout)
@@ -160,7 +162,7 @@ async def open_server_child(leases: Leases, launch: Launch, *, attach_timeout: f
                 nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
-            await leases.release(server)
+            await leases.release(server, linger=child.lost if child is not None else False)
 
 
 def _tail(path: str) -> str:
