@@ -23,6 +23,7 @@ from actors.session.actor import Session
 from actors.session.registry import Sessions
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
+from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
 from actors.vendors.pi import PiDriver
 from protocol.errors import UnknownMethod
 from protocol.messages import (
@@ -77,16 +78,22 @@ async def serve(state_root: Path, loaded: LoadedConfig, *, port: int | None = No
     await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)
 
 
-def drivers(config: Config) -> dict[str, Any]:
-    """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers."""
+def drivers(config: Config, opencode: OpenCodeServers | None = None) -> dict[str, Any]:
+    """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers.
+
+    ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
+    that only list harnesses) OpenCode sessions get a private pool that is not running.
+    """
     claude = config.harness.get("claude", HarnessConfig())
     codex = config.harness.get("codex", HarnessConfig())
     pi = config.harness.get("pi", HarnessConfig())
+    oc = config.harness.get("opencode", HarnessConfig())
     return {
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary)),
         "codex": CodexDriver(binary=_expand(codex.binary)),
         "pi": PiDriver(binary=_expand(pi.binary)),
+        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary)),
     }
 
 
@@ -97,7 +104,9 @@ class App:
         self.host = host
         self.loaded = loaded
         self.config: Config = loaded.config
-        self.sessions = Sessions(host.state.root, self.config, host.ledger, drivers(self.config))
+        self.opencode = OpenCodeServers(host.ledger)
+        self.sessions = Sessions(host.state.root, self.config, host.ledger,
+                                 drivers(self.config, self.opencode))
         lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
         self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
 
@@ -115,8 +124,12 @@ class App:
         # lsp before sessions, so that it stops after them: a closing session may still ask.
         lsp = ChildSpec(id="lsp", start=self.lsp.run, type=ChildType.SUPERVISOR,
                         shutdown=self.lsp.config.shutdown_timeout + 5)
-        return [lsp, ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
-                               shutdown=self.config.daemon.shutdown_timeout + 5)]
+        # opencode before sessions too: OpenCode sessions hold leases on its shared servers.
+        opencode = ChildSpec(id="opencode", start=self.opencode.run, type=ChildType.SUPERVISOR,
+                             shutdown=self.opencode.settings.shutdown + 10)
+        return [lsp, opencode,
+                ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+                          shutdown=self.config.daemon.shutdown_timeout + 5)]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
         match request:
