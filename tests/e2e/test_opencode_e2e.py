@@ -155,30 +155,38 @@ async def test_two_sessions_share_a_server_and_both_resume_after_its_sigkill(tmp
     with trio.fail_after(TIMEOUT):
         async with opencode_session(tmp_path, fake) as rig:
             params = create_params(tmp_path, rig.port)  # type: ignore[attr-defined]
-            other = (await rig.client.ok("session.create", **params))["session"]["id"]
-            await rig.client.ok("session.subscribe", session_id=other)
-            second = Rig(rig.daemon, rig.client, other, rig.work, rig.timeout)
-            await second.until(is_kind("init"))
-            assert await rig.pid() == await second.pid()
-            (listed,) = await servers_listed(rig)
-            for session, word in ((rig, "apricot"), (second, "banana")):
-                await session.turn(f"remember {word}")
-            old = listed["pid"]
-            os.kill(old, signal.SIGKILL)
-            for session in (rig, second):
-                events = await session.until(is_kind("init"))
-                (exit_event,) = of(events, "exit")
-                assert (exit_event["reason"], exit_event["signal"]) == ("crashed", "SIGKILL")
-                assert of(events, "restarted")
-            assert wait_gone([old]) == []
-            assert await rig.pid() == await second.pid() != old
-            assert len(await servers_listed(rig)) == 1
-            assert said(await rig.turn("first word?")) == "Apricot."
-            assert said(await second.turn("second word?")) == "Banana."
-            for sid in (rig.sid, other):
-                await rig.client.ok("session.close", session_id=sid)
-            assert await servers_listed(rig) == []
+            async with raw_client(rig.daemon) as client:  # one client per session: each reads its own
+                await two_sessions(rig, client, params)
     assert marked_gone(state) == []
     later = fake.model_requests()[2:]
     assert [user_texts(r) for r in later] == [["remember apricot", "first word?"],
                                              ["remember banana", "second word?"]]
+
+
+async def two_sessions(rig: Rig, client: Any, params: dict[str, Any]) -> None:
+    """A second session on ``rig``'s server; SIGKILL of the server; both resume; both close."""
+    other = (await client.ok("session.create", **params))["session"]["id"]
+    await client.ok("session.subscribe", session_id=other)
+    second = Rig(rig.daemon, client, other, rig.work, rig.timeout)
+    await second.until(is_kind("init"))
+    assert await rig.pid() == await second.pid()
+    (listed,) = await servers_listed(rig)
+    for session, word in ((rig, "apricot"), (second, "banana")):
+        await session.turn(f"remember {word}")
+    old = listed["pid"]
+    os.kill(old, signal.SIGKILL)
+    for session in (rig, second):
+        events = await session.until(is_kind("init"))
+        (exit_event,) = of(events, "exit")
+        assert (exit_event["reason"], exit_event["signal"]) == ("crashed", "SIGKILL")
+        assert of(events, "restarted")
+    assert wait_gone([old]) == []
+    new = await rig.pid()
+    assert new == await second.pid() != old
+    assert [c["pid"] for c in await servers_listed(rig)] == [new]
+    assert said(await rig.turn("first word?")) == "Apricot."
+    assert said(await second.turn("second word?")) == "Banana."
+    await rig.client.ok("session.close", session_id=rig.sid)
+    assert [c["pid"] for c in await servers_listed(rig)] == [new]  # the other still uses it
+    await rig.client.ok("session.close", session_id=other)
+    assert wait_gone([new]) == []  # the last close stopped it, with the daemon still running
