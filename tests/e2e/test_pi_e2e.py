@@ -145,17 +145,17 @@ async def test_interrupt_during_a_slow_turn(tmp_path: Path) -> None:
 
 
 async def test_a_steer_reaches_the_next_model_request(tmp_path: Path) -> None:
-    server = FakeModels([hang("Working"), say("With pears.")])
+    # Steered while a tool runs: pi delivers it after the tool, before the next model call.
+    server = FakeModels([call("bash", command="sleep 2; echo slept"), say("With pears.")])
     with trio.fail_after(TIMEOUT):
         async with pi_session(tmp_path, server) as rig:
             assert await rig.prompt("start") == "prompted"
-            await server.wait_for(lambda: server.hanging == 1)
+            await rig.until(is_kind("tool", phase="started"))
             assert await rig.prompt("mention pears") == "steered"
-            server.release()
             events = await rig.until(is_kind("result"))
             assert of(events, "user") == [
-                {"type": "user", "text": "start", "delivery": "prompted"},
                 {"type": "user", "text": "mention pears", "delivery": "steered"}]
+            assert of(events, "error") == []
             assert user_texts(server.model_requests()[1])[-2:] == ["start", "mention pears"]
             assert said(events).endswith("With pears.")
 

@@ -22,6 +22,9 @@ Why the barrier: ``agent_end`` is not always the end. After a retryable model er
 ``agent_end`` and then ``auto_retry_start`` and runs again; and pi accepts the next ``prompt``
 only once it is idle. pi answers commands in order after the lines it already wrote, so the
 answer to a ``get_state`` sent on ``agent_end`` comes after any ``auto_retry_start`` of that run:
+(A steer pi reads after its run's last steering check, but before the run is over, stays in
+pi's queue until the next prompt: the barrier's ``pendingMessageCount`` tells, and the turn ends
+with an ``error`` ``pi.protocol.steer_late`` saying so; RPC mode offers no way to run it now.)
 a retry or a new ``agent_start`` cancels the ending (the run goes on), an answer with ``isStreaming: false`` ends the turn
 with ``result``; ``isStreaming: true`` sends another barrier (at most ``_MAX_BARRIERS``).
 
@@ -272,7 +275,13 @@ class PiTranslator:
             return [self._barrier_send(run.barrier)]
         last = run.last
         stop = _STOPS.get(last.stop_reason or "", last.stop_reason) if last else "end_turn"
-        return self._end(run, stop or "end_turn")
+        out = self._end(run, stop or "end_turn")
+        if state.pending_message_count:
+            out.insert(-1, Error(error_class="protocol", code="pi.protocol.steer_late",
+                                 message=f"{state.pending_message_count} steered message(s) "
+                                         "reached pi after its run's last check; pi delivers "
+                                         "them with the next prompt"))
+        return out
 
     def _on_agent_end(self, messages: list[wire.AgentMessage]) -> list[Output]:
         run = self._run

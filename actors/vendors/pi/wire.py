@@ -168,6 +168,7 @@ class State(_Base, kw_only=True, frozen=True):
 
     model: ModelInfo | None = None
     is_streaming: bool = False
+    pending_message_count: int = 0
     session_file: str | None = None
     session_id: str | None = None
 

@@ -328,3 +328,14 @@ def test_a_refused_steer_is_reported_and_the_turn_goes_on() -> None:
                                        success=False, error="queue full"), 0.0)
     assert isinstance(error, Error) and error.code == "pi.protocol.command_failed"
     assert translator.running
+
+
+def test_a_steer_left_in_pis_queue_is_reported_at_the_end() -> None:
+    translator = ready()
+    translator.prompt("go", 0.0)
+    translator.steer("late", 0.0)
+    translator.receive(line(type="agent_end", messages=[]), 0.0)
+    out = translator.receive(line(type="response", id="corral:4", command="get_state",
+                                  success=True, data={"pendingMessageCount": 1}), 0.0)
+    assert [type(e) for e in out] == [Error, Result]
+    assert isinstance(out[0], Error) and out[0].code == "pi.protocol.steer_late"
