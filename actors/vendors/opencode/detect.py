@@ -1,8 +1,7 @@
 """Detect OpenCode on this machine: binary and version (``opencode --version``), with a TTL cache.
 
-``features.models`` lists the models of the last server a session used in this daemon (its
-``GET /config/providers``, read by the driver when a server becomes ready), kept as long as the
-detection. Login state is ``unknown``: OpenCode keeps credentials per provider, in its data
+``features.models`` lists the models of the first server a session used in this daemon (its
+``GET /config/providers``, read by the driver's first attachment). Login state is ``unknown``: OpenCode keeps credentials per provider, in its data
 directory or in provider variables, and says nothing about them without a server.
 """
 

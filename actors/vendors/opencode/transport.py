@@ -34,7 +34,7 @@ from protocol.errors import ChildExited
 from supervisor.proc.spec import ExitStatus
 
 from . import wire
-from .http import HttpError
+from .http import HttpClient, HttpError
 from .server import Attachment, OpenCodeServer
 
 __all__ = ["Leases", "ServerChild", "open_server_child"]
@@ -67,6 +67,11 @@ class ServerChild:
     @property
     def pid(self) -> int:
         return self._attachment.pid
+
+    @property
+    def client(self) -> HttpClient:
+        """The shared server's HTTP client (for the driver's own reads)."""
+        return self._attachment.client
 
     async def send(self, data: bytes) -> None:
         """Queue one call line; ``ChildExited`` once the session closed or the server went."""

@@ -83,6 +83,8 @@ async def test_two_sessions_share_one_server_and_the_last_close_stops_it(tmp_pat
                 assert first.child.pid == second.child.pid == server.pid
                 assert [(r.kind, r.pid) for r in ledger.rows()] == [("opencode-server", server.pid)]
                 assert first.translator.vendor_session_id != second.translator.vendor_session_id
+                detection = await first.driver.detect()
+                assert {"fake/fake-model", "fake/fake-other"} <= set(detection.features.models)
                 assert (await turn(first, "one")).stop_reason == "end_turn"
                 assert (await turn(second, "two")).stop_reason == "end_turn"
                 pid = server.pid
