@@ -34,6 +34,8 @@ from actors.session.sessions import SessionTable
 from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
+from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
+from actors.vendors.pi import PiDriver
 from actors.workspace import Workspaces, load_workspaces_config
 from protocol import events as ev
 from protocol.errors import CorralError, SessionBusy, UnknownMethod
@@ -120,11 +122,17 @@ async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | N
     await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)
 
 
-def drivers(config: Config) -> dict[str, Any]:
+def drivers(config: Config, opencode: OpenCodeServers | None = None) -> dict[str, Any]:
     """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers and
-    ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one."""
+    ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one.
+
+    ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
+    that only list harnesses) OpenCode sessions get a private pool that is not running.
+    """
     claude = config.harness.get("claude", HarnessConfig())
     codex = config.harness.get("codex", HarnessConfig())
+    pi = config.harness.get("pi", HarnessConfig())
+    oc = config.harness.get("opencode", HarnessConfig())
     providers, warnings = decode_providers(config.providers)
     prices, price_warnings = load_prices()
     for warning in warnings + price_warnings:
@@ -137,6 +145,8 @@ def drivers(config: Config) -> dict[str, Any]:
         "codex": CodexDriver(binary=_expand(codex.binary)),
         "native": NativeDriver(providers=providers, prices=prices),
         **acp,
+        "pi": PiDriver(binary=_expand(pi.binary)),
+        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary)),
     }
 
 
@@ -147,7 +157,9 @@ class App:
         self.host = host
         self.loaded = loaded
         self.config: Config = loaded.config
-        self.sessions = SessionTable(host.state.root, self.config, host.ledger, drivers(self.config))
+        self.opencode = OpenCodeServers(host.ledger)
+        self.sessions = SessionTable(host.state.root, self.config, host.ledger,
+                                     drivers(self.config, self.opencode))
         lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
         self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
@@ -171,9 +183,12 @@ class App:
         # MCP and LSP first: sessions (which use them) stop before they do.
         lsp = ChildSpec(id="lsp", start=self.lsp.run, type=ChildType.SUPERVISOR,
                         shutdown=self.lsp.config.shutdown_timeout + 5)
+        # opencode before sessions too: OpenCode sessions hold leases on its shared servers.
+        opencode = ChildSpec(id="opencode", start=self.opencode.run, type=ChildType.SUPERVISOR,
+                             shutdown=self.opencode.settings.shutdown + 10)
         # The workspaces' boot reconcile runs first and is done before anything listens.
         reconcile = ChildSpec(id="workspaces", start=self.workspaces.run, restart=RestartType.TEMPORARY)
-        return [reconcile, *self.mcp.children(), lsp,
+        return [reconcile, *self.mcp.children(), lsp, opencode,
                 ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                           shutdown=self.config.daemon.shutdown_timeout + 5)]
 

@@ -62,10 +62,14 @@ class FakeModels:
     """The scripted server. Queue steps with ``add``; read ``requests`` after each call."""
 
     def __init__(self, steps: Iterable[Step] = (), *, default: Step | None = None,
-                 aside: Callable[[Recorded], bool] | None = None) -> None:
+                 aside: Callable[[Recorded], Step | bool | None] | None = None) -> None:
         self.steps: deque[Step] = deque(steps)
         self.default: Step = default if default is not None else say("ok")
         self.aside = aside
+        """Given a recorded request, whether it is answered *beside* the script (not consuming a
+        step, recorded with ``aside=True``): a ``Step`` to answer with, ``True`` for the default
+        answer, or ``None``/``False`` to take the next scripted step (a CLI's helper calls such
+        as title generation are answered beside)."""
         self.requests: list[Recorded] = []
         self.port = 0
         self.hanging = 0
@@ -137,13 +141,17 @@ class FakeModels:
         n = len(self.model_requests()) + 1
         record = Recorded(api=api, method=method, path=path, query=query, headers=headers,
                           body=body)
-        aside = api is not None and self.aside is not None and self.aside(record)
+        beside = self.aside(record) if api is not None and self.aside is not None else None
+        aside = beside is not None and beside is not False
         self.requests.append(msgspec.structs.replace(record, aside=aside))
         self._notify()
         if api is None:
             await _send_json(stream, conn, 404, {"error": {"message": f"no route {path}"}})
             return
-        step = self.steps.popleft() if self.steps and not aside else self.default
+        if aside:
+            step = beside if not isinstance(beside, bool) and beside is not None else self.default
+        else:
+            step = self.steps.popleft() if self.steps else self.default
         if isinstance(step, Fail):
             status, extra, payload = error(api, step)
             await _send_json(stream, conn, status, payload, extra)
