@@ -8,9 +8,10 @@ at a time from a bounded inbox, a client request with its one-shot reply or a no
 harness child, hands it to the core with the time, and performs the outputs in order:
 
 * ``Emit``: append to the log (``os.write``; no fsync in the loop). Before an answer and at the
-  end of each batch the loop awaits the log's ``commit`` (an fsync in a worker thread, when the
-  durability setting asks for one) and only then wakes the subscription pumps, so every event a
-  client sees is in the file first, and appends are never reordered around a sync.
+  end of each batch the loop wakes the subscription pumps and awaits the log's ``commit`` (an
+  fsync in a worker thread, when the durability setting asks for one; under ``event`` before
+  the wake-up, under ``turn`` right after it), so every event a client sees is in the file
+  first, and appends are never reordered around a sync.
 * ``Write`` and ``CloseChild``: to the child generation they name, nowhere else.
 * ``Answer``: the caller's reply. ``SaveMeta``: ``meta.json``, in a worker thread.
 
@@ -255,11 +256,16 @@ class Session:
         await self._publish()
 
     async def _publish(self) -> None:
-        """Make appended events durable as the durability setting asks, then wake the pumps."""
-        await self.log.commit()
+        """Wake the pumps for what was appended and make it durable as the setting asks: with
+        ``event`` the fsync comes first; with ``turn`` the clients are woken first (the lines are
+        in the file already: a daemon crash loses nothing they saw) and the fsync follows at once,
+        off the turn's critical path."""
+        if self.log.durability == "event":
+            await self.log.commit()
         if self.log.last_seq != self._published:
             self._published = self.log.last_seq
             self.feed.appended()
+        await self.log.commit()
 
     async def _flush(self) -> None:
         try:
