@@ -9,9 +9,12 @@ server's ``[daemon]`` among them, which no other module of ``actors`` may import
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import secrets
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,12 +28,18 @@ from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native.forkservice import ForkServer
+from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
 from actors.session.sessions import SessionTable
+from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
-from protocol.errors import UnknownMethod
+from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
+from actors.vendors.pi import PiDriver
+from actors.workspace import Workspaces, load_workspaces_config
+from protocol import events as ev
+from protocol.errors import CorralError, SessionBusy, UnknownMethod
 from protocol.messages import (
     ClientRequest,
     DaemonShutdown,
@@ -41,6 +50,10 @@ from protocol.messages import (
     HarnessListResult,
     LspList,
     LspListResult,
+    McpList,
+    McpListResult,
+    McpRestart,
+    McpServerResult,
     SessionClose,
     SessionCreate,
     SessionGet,
@@ -50,17 +63,25 @@ from protocol.messages import (
     SessionPermission,
     SessionPrompt,
     SessionResult,
+    SessionResume,
     SessionSetModel,
+    WorkspaceCommit,
+    WorkspaceDiff,
+    WorkspaceDiscard,
+    WorkspaceMerge,
 )
+from protocol.models import SessionInfo, WorkspaceSpec
 from supervisor import __version__
 from supervisor.cli import commands
 from supervisor.config import LoadedConfig
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
+from supervisor.server.gate import PATH as GATE_PATH
+from supervisor.server.gate import Gate
 from supervisor.server.connection import FeedLike
 from supervisor.statedir import DaemonFile, StateDir
-from supervisor.tree import ChildSpec, ChildType
+from supervisor.tree import ChildSpec, ChildType, RestartType
 
 __all__ = ["App", "Config", "drivers", "main", "serve"]
 
@@ -86,6 +107,8 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     children: ChildrenConfig = ChildrenConfig()
     harness: dict[str, HarnessConfig] = {}
     providers: dict[str, dict[str, Any]] = {}
+    """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.config``
+    decodes them (with warnings that name the key) when the driver is built."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,21 +127,33 @@ async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | N
     await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)
 
 
-def drivers(config: Config, *, forks: ForkServer | None = None) -> dict[str, Any]:
+def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
+            forks: ForkServer | None = None) -> dict[str, Any]:
     """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers and
-    ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one, whose workers
-    come from ``forks`` when given."""
+    ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one.
+
+    ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
+    that only list harnesses) OpenCode sessions get a private pool that is not running.
+    ``forks`` is the daemon's native fork server; without one native workers are exec'd.
+    """
     claude = config.harness.get("claude", HarnessConfig())
     codex = config.harness.get("codex", HarnessConfig())
+    pi = config.harness.get("pi", HarnessConfig())
+    oc = config.harness.get("opencode", HarnessConfig())
     providers, warnings = decode_providers(config.providers)
     prices, price_warnings = load_prices()
     for warning in warnings + price_warnings:
         log.warning("config: %s", warning)
+    acp = {name: AcpDriver(profile, binary=_expand(config.harness.get(name, HarnessConfig()).binary))
+           for name, profile in PROFILES.items()}
     return {
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary)),
         "codex": CodexDriver(binary=_expand(codex.binary)),
         "native": NativeDriver(providers=providers, prices=prices, forks=forks),
+        **acp,
+        "pi": PiDriver(binary=_expand(pi.binary)),
+        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary)),
     }
 
 
@@ -129,29 +164,42 @@ class App:
         self.host = host
         self.loaded = loaded
         self.config: Config = loaded.config
+        self.opencode = OpenCodeServers(host.ledger)
         self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT))
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
-                                     drivers(self.config, forks=self.forks))
+                                     drivers(self.config, self.opencode, forks=self.forks))
         lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
         self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
+        self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
+        workspaces_config, self.workspaces_warnings = load_workspaces_config(loaded.source)
+        self.workspaces = Workspaces(host.state.root, workspaces_config, host.ledger)
 
     def boot(self, host: Host) -> None:
-        for warning in self.loaded.warnings:
-            if warning != _LSP_UNKNOWN:
+        for warning in [*self.loaded.warnings, *self.mcp.warnings]:
+            # [lsp], [mcp] and [workspaces] are read by their own bridges until the root has them
+            if warning not in _BRIDGED and not warning.startswith("unknown key 'mcp'"):
                 log.warning("config: %s", warning)
-        for warning in [*self.lsp_warnings, *(w.message for w in self.lsp.warnings)]:
+        for warning in [*self.lsp_warnings, *(w.message for w in self.lsp.warnings),
+                        *self.workspaces_warnings]:
             log.warning("config: %s", warning)
+        self.workspaces.load()
         revived = self.sessions.boot()
         if revived:
             log.info("closed %d session(s) left open by a crashed daemon", len(revived))
 
     def children(self) -> Sequence[ChildSpec]:
-        # lsp and the native fork server before sessions, so that they stop after them: a
-        # closing session may still ask the one, and a restarting one the other.
+        # MCP and LSP first: sessions (which use them) stop before they do.
         lsp = ChildSpec(id="lsp", start=self.lsp.run, type=ChildType.SUPERVISOR,
                         shutdown=self.lsp.config.shutdown_timeout + 5)
-        return [lsp, self.forks.child_spec("native"), ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
-                               shutdown=self.config.daemon.shutdown_timeout + 5)]
+        # opencode before sessions too: OpenCode sessions hold leases on its shared servers.
+        opencode = ChildSpec(id="opencode", start=self.opencode.run, type=ChildType.SUPERVISOR,
+                             shutdown=self.opencode.settings.shutdown + 10)
+        # The native fork server before sessions too: a restarting native session forks from it.
+        # The workspaces' boot reconcile runs first and is done before anything listens.
+        reconcile = ChildSpec(id="workspaces", start=self.workspaces.run, restart=RestartType.TEMPORARY)
+        return [reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
+                ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+                          shutdown=self.config.daemon.shutdown_timeout + 5)]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
         match request:
@@ -165,29 +213,126 @@ class App:
                 return Empty()
             case HarnessList():
                 return HarnessListResult(harnesses=await self.sessions.detections())
+            case SessionCreate(workspace=WorkspaceSpec()):
+                return SessionResult(session=await self._create_in_workspace(request))
             case SessionCreate():
-                return SessionResult(session=await self.sessions.create(request))
+                shared, key = await self.mcp.prepare(request)
+                try:
+                    info = await self.sessions.create(shared)
+                except BaseException:
+                    self.mcp.adopt(key, None)
+                    raise
+                self.mcp.adopt(key, info.id)
+                return SessionResult(session=info)
             case SessionList():
-                return SessionListResult(sessions=self.sessions.infos())
+                return SessionListResult(sessions=[self.workspaces.describe(i) for i in self.sessions.infos()])
             case LspList():
                 return LspListResult(servers=self.lsp.infos())
+            case SessionResume():
+                return SessionResult(session=await self.sessions.resume(request))
             case SessionGet(session_id=sid):
-                return SessionResult(session=self.sessions.get(sid).info())
+                return SessionResult(session=self.workspaces.describe(self.sessions.get(sid).info()))
+            case WorkspaceDiff(session_id=sid, stat=stat):
+                self.sessions.get(sid)
+                return await self.workspaces.diff(sid, stat=stat)
+            case WorkspaceCommit(session_id=sid, message=message):
+                self.sessions.get(sid)
+                return await self.workspaces.commit(sid, message)
+            case WorkspaceMerge(session_id=sid, strategy=strategy):
+                ended = not isinstance(self.sessions.get(sid), Session)
+                merged = await self.workspaces.merge(sid, strategy, ended=ended)
+                self._announce(sid, self.workspaces.event(sid, "merged"))
+                return merged
+            case WorkspaceDiscard(session_id=sid, force=force):
+                await self._discard(sid, force=force, by=connection_id)
+                return Empty()
+            case McpList():
+                return McpListResult(servers=self.mcp.registry.infos())
+            case McpRestart(name=name):
+                return McpServerResult(server=await self.mcp.registry.restart(name))
             case SessionClose(session_id=sid) if not isinstance(self.sessions.get(sid), Session):
                 return Empty()  # closing an ended session is a no-op
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
                   | SessionClose(session_id=sid)):
                 result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
+                if isinstance(request, SessionClose):
+                    self.mcp.release(sid)
                 return result
         raise UnknownMethod(f"{type(request).__name__} is not served here")
 
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
 
+    # --- workspaces: the seam until the session table calls them itself --------------------
 
-_LSP_UNKNOWN = "unknown key 'lsp' ignored"
-"""The generic loader does not know ``[lsp]`` (read by ``load_lsp_config``) until the config root does."""
+    async def _create_in_workspace(self, request: SessionCreate) -> SessionInfo:
+        """``session.create`` with a ``workspace``: the worktree first, then the session in it.
+
+        The session id is chosen here so the worktree is made for it; a session that cannot
+        be created takes its worktree with it. The first prompt waits for the ``workspace``
+        event, so that event comes before the turn in the session's log.
+        """
+        session_id = f"s-{secrets.token_hex(6)}"
+        record = await self.workspaces.place(session_id, request.workspace or _NO_WORKSPACE,
+                                             cwd=request.cwd, label=request.name)
+        if record is None:  # mode "none": today's behaviour
+            return await self.sessions.create(request, session_id=session_id)
+        plain = msgspec.structs.replace(request, cwd=record.cwd, workspace=None, prompt=None)
+        try:
+            await self.sessions.create(plain, session_id=session_id)
+            await self.workspaces.bind(record)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                with contextlib.suppress(CorralError):  # it may not exist, or be closed already
+                    await self.sessions.live_session(session_id).close("session")
+                await self.workspaces.release(record)
+            raise
+        self._announce(session_id, self.workspaces.event(session_id, "created"))
+        found = self.sessions.get(session_id)
+        if request.prompt and isinstance(found, Session):
+            await found.prompt(request.prompt, "session")
+        return self.workspaces.describe(found.info())
+
+    async def _discard(self, session_id: str, *, force: bool, by: str) -> None:
+        """``workspace.discard``: an open session is ``session_busy`` unless ``force`` closes it."""
+        found = self.sessions.get(session_id)
+        self.workspaces.owned(session_id)  # ``unsupported`` before anything is closed
+        if isinstance(found, Session):
+            if not force:
+                raise SessionBusy(f"session {session_id} is {found.state}: close it first, or "
+                                  "discard with force to close it and discard its worktree")
+            await found.close(by)
+        await self.workspaces.discard(session_id)
+
+    def _announce(self, session_id: str, event: ev.Workspace) -> None:
+        """Append a ``workspace`` event to a live session's log and wake its subscribers.
+
+        Interim: a session that has ended has a closed log and gets no event (clients see the
+        worktree's state in ``session.get``); once the session actor takes events from outside,
+        this becomes a call to it.
+        """
+        found = self.sessions.get(session_id)
+        if isinstance(found, Session) and not found.closed.is_set():
+            found.log.append(event, now=time.time())
+            found.feed.appended()
+
+
+_BRIDGED = frozenset({"unknown key 'lsp' ignored", "unknown key 'workspaces' ignored"})
+"""The generic loader does not know ``[lsp]`` and ``[workspaces]`` (read by ``load_lsp_config``
+and ``load_workspaces_config``) until the config root does."""
+
+_NO_WORKSPACE = WorkspaceSpec()
+
+
+def _mcp_gate(config: Config) -> Any:
+    """The shared MCP endpoint's Host and Origin checks: the websocket's ``Gate`` rules (a
+    loopback Host; no Origin, or the endpoint's own, or one allow-listed in ``[daemon]``)."""
+
+    def refuse(port: int, host: str, headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+        return Gate(port, config.daemon.allowed_origins).refusal(GATE_PATH, host, headers, unix=False)
+
+    return refuse
 
 
 def _expand(path: str | None) -> str | None:

@@ -15,6 +15,23 @@ restarts, and the child itself, spawned from ``Launch`` by ``actors.session.chil
 forked from a fork server) gives itself a ``spawn(launch, spec, ledger)`` attribute of the same
 shape, an async context manager yielding an ``actors.session.child.HarnessChild``; the session
 then uses it instead. Nothing else changes for the driver.
+
+Client-side work (optional, additive). Some protocols make the agent call *us* for I/O: ACP's
+``fs/read_text_file``, ``fs/write_text_file`` and ``terminal/*``. A translator cannot do I/O, so
+it hands such a job out as a ``Work`` output, and only when the session said it runs them
+(``HarnessRequest.runs_work``). A session that sets ``runs_work`` must, per child process:
+
+1. open ``async with driver.worker(request) as worker:`` around the child's life (drivers whose
+   translators emit ``Work`` have ``worker``; it returns an async context manager);
+2. for each ``Work(id, job)`` output, start ``outcome = await worker.run(job)`` in a nursery that
+   belongs to that child (jobs may block for long, e.g. a terminal's wait for exit: never in the
+   frame loop), and when it returns, if that child is still the current one, hand
+   ``translator.finished(id, outcome, now)``'s outputs to the usual output handling;
+3. when the child ends (crash, close, restart), cancel that nursery and leave the ``async
+   with`` block (it kills and reaps what the jobs left running, e.g. terminal process groups,
+   shielded and bounded). Outcomes of a dead child are dropped.
+
+``tests/actors/vendors/acp/live.py`` does exactly this around a real agent.
 """
 
 from __future__ import annotations
@@ -40,6 +57,8 @@ class HarnessRequest(Data, kw_only=True, frozen=True):
     instructions: str | None = None
     work_dir: str
     """A private directory (mode 0700) where the driver's launch may place files."""
+    runs_work: bool = False
+    """The session runs ``Work`` outputs (see the module docstring); translators emit none if not."""
 
 
 class Launch(Data, kw_only=True, frozen=True):
@@ -58,8 +77,31 @@ class Send(Data, kw_only=True, frozen=True):
     data: bytes
 
 
+class Work(Data, kw_only=True, frozen=True):
+    """Client-side I/O the harness asked for: run ``job`` with the driver's ``Worker`` and give
+    the outcome back through ``translator.finished(id, …)`` (see the module docstring)."""
+
+    id: int
+    job: Any
+    """A job the driver's worker understands (a frozen msgspec Struct); opaque to the session."""
+
+
 Output = Event | Send
 """What a translator hands back to the session."""
+
+WorkOutput = Event | Send | Work
+"""What a translator built with ``runs_work`` may hand back (``Output`` plus ``Work``)."""
+
+
+class Worker(Protocol):
+    """Runs one child's ``Work`` jobs (I/O); one per child process, from ``driver.worker``."""
+
+    async def run(self, job: Any) -> Any:
+        """Do ``job`` and return its outcome; a failure of the job is an outcome, not a raise.
+
+        Cancellation: cancelling it abandons the job; what it started is killed when the
+        worker's ``async with`` block ends.
+        """
 
 
 class Translator(Protocol):
@@ -97,6 +139,9 @@ class Translator(Protocol):
     def goodbye(self, now: float) -> list[Output]:
         """Frames to send before stdin is closed in the graceful close."""
 
+    # Translators that emit ``Work`` also have
+    # ``finished(self, work_id: int, outcome: Any, now: float) -> list[Output]``.
+
 
 class Driver(Protocol):
     """A harness kind: its name, static features, launch builder, translator and detection."""
@@ -112,3 +157,6 @@ class Driver(Protocol):
 
     async def detect(self) -> Detection:
         """Find the binary, its version and login state; never reads or returns a token."""
+
+    # Drivers whose translators emit ``Work`` also have
+    # ``worker(self, request: HarnessRequest) -> AbstractAsyncContextManager[Worker]``.

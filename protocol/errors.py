@@ -39,6 +39,18 @@ class ErrorCode(enum.StrEnum):
     DAEMON_NOT_RUNNING = "daemon_not_running"
     CONFIG_INVALID = "config_invalid"
     STORAGE_FAILED = "storage_failed"
+    # MCP servers (actors/mcp): what a tool call through the daemon can meet.
+    MCP_UNKNOWN_SERVER = "mcp.unknown_server"
+    MCP_UNKNOWN_TOOL = "mcp.unknown_tool"
+    MCP_SERVER_FAILED = "mcp.server_failed"
+    MCP_SERVER_CRASHED = "mcp.server_crashed"
+    MCP_START_FAILED = "mcp.start_failed"
+    MCP_CALL_TIMEOUT = "mcp.call_timeout"
+    MCP_CALL_FAILED = "mcp.call_failed"
+    # Workspaces (git worktrees).
+    MERGE_CONFLICT = "merge_conflict"
+    TARGET_DIRTY = "target_dirty"
+    GIT_FAILED = "git_failed"
 
 
 class CorralError(Exception):
@@ -216,3 +228,69 @@ class StorageFailed(CorralError):
     """Writing durable state failed (a full disk, a read-only directory)."""
 
     code = ErrorCode.STORAGE_FAILED
+
+
+class McpUnknownServer(CorralError):
+    """A request named an MCP server the daemon does not supervise (or the session may not use)."""
+
+    code = ErrorCode.MCP_UNKNOWN_SERVER
+
+
+class McpUnknownTool(CorralError):
+    """A call named a tool its server does not list, or one outside the server's ``tools`` allow-list."""
+
+    code = ErrorCode.MCP_UNKNOWN_TOOL
+
+
+class McpServerFailed(CorralError):
+    """The server crashed more often than its restart intensity allows: no process runs, and every
+    call fails at once with this code until ``mcp.restart``."""
+
+    code = ErrorCode.MCP_SERVER_FAILED
+
+
+class McpServerCrashed(CorralError):
+    """The server (its process, or its HTTP connection) went away while the call was in flight;
+    the server is being restarted, the call was not retried."""
+
+    code = ErrorCode.MCP_SERVER_CRASHED
+
+
+class McpStartFailed(CorralError):
+    """The server could not be started or did not finish the MCP handshake within its
+    ``startup_timeout``."""
+
+    code = ErrorCode.MCP_START_FAILED
+
+
+class McpCallTimeout(CorralError):
+    """A tool call got no result within its timeout; MCP's cancellation was sent to the server."""
+
+    code = ErrorCode.MCP_CALL_TIMEOUT
+
+
+class McpCallFailed(CorralError):
+    """The server answered a request with a JSON-RPC error (``data`` carries its code)."""
+
+    code = ErrorCode.MCP_CALL_FAILED
+
+class MergeConflict(CorralError):
+    """``workspace.merge`` would conflict; nothing was changed. ``data["files"]`` lists the
+    conflicting paths."""
+
+    code = ErrorCode.MERGE_CONFLICT
+
+
+class TargetDirty(CorralError):
+    """``workspace.merge`` was refused because the checkout it merges into has uncommitted
+    changes to tracked files (or untracked files the merge would overwrite), listed in
+    ``data["files"]``; nothing was changed."""
+
+    code = ErrorCode.TARGET_DIRTY
+
+
+class GitFailed(CorralError):
+    """A git command the daemon ran failed for a reason without a code of its own; the message
+    carries git's own words (``data``: the command and its exit status)."""
+
+    code = ErrorCode.GIT_FAILED

@@ -24,6 +24,7 @@ SessionState = Literal[
     "starting", "idle", "running", "waiting", "restarting", "closing", "closed", "failed"
 ]
 ExitReason = Literal["exited", "crashed", "killed", "closed", "daemon_restarted"]
+WorkspaceChange = Literal["created", "changed", "merged", "discarded"]
 
 
 class Usage(Data, kw_only=True, frozen=True):
@@ -158,6 +159,16 @@ class Exit(Message, tag="exit", kw_only=True, frozen=True):
     reason: ExitReason = "exited"
 
 
+class Workspace(Message, tag="workspace", kw_only=True, frozen=True):
+    """The session's worktree was created, merged or discarded, or its count of changed files
+    (against its base) changed after a turn."""
+
+    state: WorkspaceChange
+    branch: str
+    path: str
+    changed_files: int = 0
+
+
 Event = (
     Init
     | Assistant
@@ -173,10 +184,11 @@ Event = (
     | Status
     | Restarted
     | Exit
+    | Workspace
 )
 """Every normalized event kind, discriminated by ``type``."""
 
 EVENT_TYPES: tuple[type[Message], ...] = (
     Init, Assistant, Thought, User, Tool, Permission, PermissionDecided,
-    Result, Error, UsageReport, Limits, Status, Restarted, Exit,
+    Result, Error, UsageReport, Limits, Status, Restarted, Exit, Workspace,
 )

@@ -17,9 +17,12 @@ from .models import (
     ClientInfo,
     DaemonInfo,
     Detection,
+    FileChange,
     McpServer,
+    McpServerInfo,
     Permissions,
     SessionInfo,
+    WorkspaceSpec,
 )
 
 # --- handshake -------------------------------------------------------------------------------
@@ -74,6 +77,7 @@ class SessionCreate(Request, tag="session.create", kw_only=True, frozen=True):
     env: dict[str, str] | None = None
     mcp_servers: list[McpServer] | None = None
     options: dict[str, Any] | None = None
+    workspace: WorkspaceSpec | None = None
 
 
 class SessionList(Request, tag="session.list", kw_only=True, frozen=True):
@@ -133,8 +137,69 @@ class SessionClose(Request, tag="session.close", kw_only=True, frozen=True):
     session_id: str
 
 
+class SessionResume(Request, tag="session.resume", kw_only=True, frozen=True):
+    """Reopen a ``closed`` or ``failed`` session whose harness can resume: same id, its log
+    continues (``restarted {reason: "resumed"}``), a new child resumes the vendor conversation.
+
+    ``env`` is given again because a session's env values are never stored (only their keys).
+    """
+
+    session_id: str
+    env: dict[str, str] | None = None
+
+
 class LspList(Request, tag="lsp.list", kw_only=True, frozen=True):
     """List the language servers running (or failed) under the daemon, one per (root, server)."""
+class McpList(Request, tag="mcp.list", kw_only=True, frozen=True):
+    """List every MCP server the daemon supervises, with its state, pid and tools."""
+
+
+class McpRestart(Request, tag="mcp.restart", kw_only=True, frozen=True):
+    """Restart one MCP server (a ``failed`` one included); answered once it runs or fails again."""
+
+    name: str
+
+
+MergeStrategy = Literal["merge", "squash", "rebase"]
+
+
+class WorkspaceDiff(Request, tag="workspace.diff", kw_only=True, frozen=True):
+    """The session's worktree against its base: committed, uncommitted and untracked changes.
+
+    ``stat``: the list of files only (``diff`` is then empty).
+    """
+
+    session_id: str
+    stat: bool = False
+
+
+class WorkspaceCommit(Request, tag="workspace.commit", kw_only=True, frozen=True):
+    """Commit everything uncommitted in the session's worktree (untracked files included)."""
+
+    session_id: str
+    message: str
+
+
+class WorkspaceMerge(Request, tag="workspace.merge", kw_only=True, frozen=True):
+    """Bring the session's branch into the branch its repository has checked out.
+
+    ``merge`` always makes a merge commit, ``squash`` one commit on top of the target,
+    ``rebase`` replays the branch's commits on top of it. Refused, with the repository left as
+    it was, on a conflict (``merge_conflict``) or a dirty target checkout (``target_dirty``).
+    """
+
+    session_id: str
+    strategy: MergeStrategy = "merge"
+
+
+class WorkspaceDiscard(Request, tag="workspace.discard", kw_only=True, frozen=True):
+    """Remove the session's worktree and branch, unmerged commits included.
+
+    An open session is ``session_busy`` unless ``force``, which closes it first.
+    """
+
+    session_id: str
+    force: bool = False
 
 
 ClientRequest = (
@@ -151,7 +216,14 @@ ClientRequest = (
     | SessionPermission
     | SessionSetModel
     | SessionClose
+    | SessionResume
     | LspList
+    | McpList
+    | McpRestart
+    | WorkspaceDiff
+    | WorkspaceCommit
+    | WorkspaceMerge
+    | WorkspaceDiscard
 )
 """Every request a client may send after the handshake."""
 
@@ -160,7 +232,8 @@ REQUEST_TYPES: dict[str, type[Request]] = {
     for cls in (
         DaemonStatus, DaemonShutdown, HarnessList, SessionCreate, SessionList, SessionGet,
         SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
-        SessionPermission, SessionSetModel, SessionClose, LspList,
+        SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
+        McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
     )
 }
 
@@ -237,6 +310,27 @@ class LspServerInfo(Data, kw_only=True, frozen=True):
 
 class LspListResult(Data, kw_only=True, frozen=True):
     servers: list[LspServerInfo]
+class McpListResult(Data, kw_only=True, frozen=True):
+    servers: list[McpServerInfo]
+
+
+class McpServerResult(Data, kw_only=True, frozen=True):
+    server: McpServerInfo
+
+
+class DiffResult(Data, kw_only=True, frozen=True):
+    """``workspace.diff``: the unified ``diff`` (bounded; ``truncated`` when cut, its last line
+    then saying how many bytes were left out) and every changed file."""
+
+    diff: str
+    files: list[FileChange]
+    truncated: bool = False
+
+
+class CommitResult(Data, kw_only=True, frozen=True):
+    """``workspace.commit`` and ``workspace.merge``: the commit made (its full hash)."""
+
+    commit: str
 
 
 RESULT_TYPES: dict[str, type[Data]] = {
@@ -246,6 +340,7 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.create": SessionResult,
     "session.list": SessionListResult,
     "session.get": SessionResult,
+    "session.resume": SessionResult,
     "session.subscribe": SubscribeResult,
     "session.unsubscribe": Empty,
     "session.prompt": PromptResult,
@@ -254,6 +349,12 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.set_model": Empty,
     "session.close": Empty,
     "lsp.list": LspListResult,
+    "mcp.list": McpListResult,
+    "mcp.restart": McpServerResult,
+    "workspace.diff": DiffResult,
+    "workspace.commit": CommitResult,
+    "workspace.merge": CommitResult,
+    "workspace.discard": Empty,
 }
 """The result shape of each method, for clients that decode ``ok.result``."""
 

@@ -20,7 +20,12 @@ class Permissions(Data, kw_only=True, frozen=True):
 
 
 class McpServer(Data, kw_only=True, frozen=True):
-    """An MCP server a session's harness should reach: a command (stdio) or a URL (http)."""
+    """An MCP server a session's harness should reach: a command (stdio) or a URL (http).
+
+    The keys after ``headers`` are those of a ``[mcp.servers.NAME]`` config table: ``cwd`` of a
+    stdio server, ``tools`` an allow-list of bare tool names (``None``: every tool), and the
+    start-up and per-call timeouts in seconds (``None``: the daemon's defaults).
+    """
 
     name: str
     command: str | None = None
@@ -28,10 +33,78 @@ class McpServer(Data, kw_only=True, frozen=True):
     env: dict[str, str] = {}
     url: str | None = None
     headers: dict[str, str] = {}
+    cwd: str | None = None
+    tools: list[str] | None = None
+    startup_timeout: float | None = None
+    call_timeout: float | None = None
+
+
+McpServerState = Literal["idle", "starting", "running", "failed"]
+"""``idle``: not started yet (servers start on first use); ``starting``: spawning, handshaking or
+waiting out a restart backoff; ``failed``: past its restart intensity, until ``mcp.restart``."""
+
+
+class McpServerInfo(Data, kw_only=True, frozen=True):
+    """One supervised MCP server as ``mcp.list`` shows it.
+
+    ``tools`` are full names (``mcp__NAME__TOOL``), kept while the server is failed; ``pid`` is
+    the server process's (null unless running, and always null for an HTTP server).
+    """
+
+    name: str
+    state: McpServerState
+    pid: int | None
+    tools: list[str]
+    restarts: int
+    last_error: str | None
+    transport: Literal["stdio", "http"] = "stdio"
+
+
+WorkspaceMode = Literal["none", "worktree"]
+WorkspaceState = Literal["active", "merged", "discarded"]
+FileStatus = Literal["added", "modified", "deleted"]
+
+
+class WorkspaceSpec(Data, kw_only=True, frozen=True):
+    """``session.create``'s ``workspace``: where the session works.
+
+    ``none`` (the default) runs it in ``cwd``. ``worktree`` runs it in a new git worktree of the
+    repository that contains ``cwd``, on a new ``branch`` (default ``corral/<name or id>``) made
+    from ``base`` (a commit-ish; default the current ``HEAD``).
+    """
+
+    mode: WorkspaceMode = "none"
+    base: str | None = None
+    branch: str | None = None
+
+
+class WorkspaceInfo(Data, kw_only=True, frozen=True):
+    """A session's worktree: its ``branch``, the worktree's top level (``path``), the ``base``
+    commit its diff is taken against, how many files differ from it (as last counted), and
+    whether it was ``merged`` or ``discarded``."""
+
+    branch: str
+    path: str
+    base: str
+    changed_files: int
+    state: WorkspaceState = "active"
+
+
+class FileChange(Data, kw_only=True, frozen=True):
+    """One file of a ``workspace.diff``: lines ``added`` and ``removed`` (0 for a binary file)."""
+
+    path: str
+    status: FileStatus
+    added: int
+    removed: int
 
 
 class SessionInfo(Data, kw_only=True, frozen=True):
-    """What a client sees of a session (``session.get``, ``session.list``, ``session.create``)."""
+    """What a client sees of a session (``session.get``, ``session.list``, ``session.create``).
+
+    A session in a worktree has ``cwd`` inside the worktree, ``repo`` the top level of the
+    repository it came from, and ``workspace`` its worktree; both are null otherwise.
+    """
 
     id: str
     name: str | None
@@ -44,6 +117,8 @@ class SessionInfo(Data, kw_only=True, frozen=True):
     restarts: int
     pid: int | None
     vendor_session_id: str | None = None
+    repo: str | None = None
+    workspace: WorkspaceInfo | None = None
 
 
 class ProviderInfo(Data, kw_only=True, frozen=True):

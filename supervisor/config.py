@@ -27,7 +27,6 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import (
-    TYPE_CHECKING,
     Any,
     Generic,
     Literal,
@@ -44,8 +43,6 @@ from msgspec import Meta, Struct
 
 from protocol.errors import ConfigInvalid
 
-if TYPE_CHECKING:  # until supervisor/server/daemon.py imports it from its owner
-    from supervisor.server.config import DaemonConfig as DaemonConfig
 
 __all__ = [
     "LoadedConfig",
@@ -122,7 +119,7 @@ def load_config(
 
 
 def parse_config(root: type[C], text: str, *, source: str = "<string>") -> LoadedConfig[C]:
-    """Decode TOML ``text`` as ``root``; ``source`` names it in the ``ConfigInvalid`` for bad TOML."""
+    """Decode TOML ``text`` as ``root``; ``source`` names it in a ``ConfigInvalid`` for bad TOML."""
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -133,7 +130,7 @@ def parse_config(root: type[C], text: str, *, source: str = "<string>") -> Loade
 
 
 def config_schema(root: type[Struct]) -> dict[str, Any]:
-    """The JSON Schema of a config file whose root is ``root`` (``config/schema.json``)."""
+    """The JSON Schema of a config file whose root is ``root`` (for ``config/schema.json``)."""
     schema: dict[str, Any] = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "urn:corral:config",
@@ -279,12 +276,3 @@ def _show(value: Any) -> str:
 def _type_name(value: Any) -> str:
     names: dict[type, str] = {list: "array", dict: "table"}
     return names.get(type(value), type(value).__name__)
-
-
-def __getattr__(name: str) -> Any:
-    # Transitional: supervisor/server/daemon.py still imports DaemonConfig from here.
-    if name == "DaemonConfig":
-        from supervisor.server.config import DaemonConfig
-
-        return DaemonConfig
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,9 +8,10 @@ at a time from a bounded inbox, a client request with its one-shot reply or a no
 harness child, hands it to the core with the time, and performs the outputs in order:
 
 * ``Emit``: append to the log (``os.write``; no fsync in the loop). Before an answer and at the
-  end of each batch the loop awaits the log's ``commit`` (an fsync in a worker thread, when the
-  durability setting asks for one) and only then wakes the subscription pumps, so every event a
-  client sees is in the file first, and appends are never reordered around a sync.
+  end of each batch the loop wakes the subscription pumps and awaits the log's ``commit`` (an
+  fsync in a worker thread, when the durability setting asks for one; under ``event`` before
+  the wake-up, under ``turn`` right after it), so every event a client sees is in the file
+  first, and appends are never reordered around a sync.
 * ``Write`` and ``CloseChild``: to the child generation they name, nowhere else.
 * ``Answer``: the caller's reply. ``SaveMeta``: ``meta.json``, in a worker thread.
 
@@ -105,11 +106,12 @@ class Session:
     """The handle the daemon and connection actors hold; its methods are the session's API."""
 
     def __init__(self, meta: SessionMeta, request: HarnessRequest, deps: SessionDeps,
-                 log: EventLog, frame_log: FrameLog | None = None) -> None:
+                 log: EventLog, frame_log: FrameLog | None = None, *, resumed: bool = False) -> None:
         self.deps = deps
         self.log = log
         self.feed = Feed(log)
-        self.core = SessionCore(meta, request, deps.driver, deps.sessions, now=trio.current_time())
+        self.core = SessionCore(meta, request, deps.driver, deps.sessions, now=trio.current_time(),
+                                resumed=resumed)
         self.closed = trio.Event()
         """Set once the session has ended and its log is closed."""
         self._frame_log = frame_log
@@ -254,11 +256,16 @@ class Session:
         await self._publish()
 
     async def _publish(self) -> None:
-        """Make appended events durable as the durability setting asks, then wake the pumps."""
-        await self.log.commit()
+        """Wake the pumps for what was appended and make it durable as the setting asks: with
+        ``event`` the fsync comes first; with ``turn`` the clients are woken first (the lines are
+        in the file already: a daemon crash loses nothing they saw) and the fsync follows at once,
+        off the turn's critical path."""
+        if self.log.durability == "event":
+            await self.log.commit()
         if self.log.last_seq != self._published:
             self._published = self.log.last_seq
             self.feed.appended()
+        await self.log.commit()
 
     async def _flush(self) -> None:
         try:

@@ -42,6 +42,7 @@ class SessionsConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     fsync_interval: _Seconds = 0.1
     inbox_size: _Capacity = 256
     memory_tail: _Count = 2048  # events kept in memory per session for fast replay
+    resume_on_boot: bool = False  # resume the sessions the last daemon closed as it stopped or crashed
 
 
 class HarnessConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -74,7 +75,9 @@ class SessionSettings(Protocol):
     def harness(self) -> Mapping[str, HarnessConfig]: ...
 
 
-def harness_defaults(config: SessionSettings, harness: str) -> tuple[dict[str, Any], dict[str, str]]:
+def harness_defaults(
+    config: SessionSettings, harness: str
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The session options and env that ``[harness.<name>]`` gives every session of a harness.
 
     A session's own ``options`` and ``env`` win over these; ``~`` in paths is expanded.

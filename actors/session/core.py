@@ -116,7 +116,7 @@ class SessionCore:
     """One session's state and decisions; feed it with ``receive`` (see the module docstring)."""
 
     def __init__(self, meta: SessionMeta, request: HarnessRequest, driver: Driver,
-                 settings: SessionsConfig, *, now: float) -> None:
+                 settings: SessionsConfig, *, now: float, resumed: bool = False) -> None:
         self.meta = meta
         self.request = request
         self.driver = driver
@@ -131,8 +131,9 @@ class SessionCore:
         """Whether the first child generation was heard of (spawned, or failed to be)."""
         self._gen = 0
         self._translator: Translator | None = None
-        self._restart_due = False
-        self._last_crash = "unknown"
+        # A resumed session's first generation is announced as ``restarted {reason: "resumed"}``.
+        self._restart_due = resumed
+        self._last_crash = "resumed" if resumed else "unknown"
         self._broken: str | None = None
         self._turn_started_at: float | None = None
         self._closers: list[int] = []

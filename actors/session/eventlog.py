@@ -15,7 +15,10 @@ or ``exit`` (the moments a client acts on), makes a sync *due*: the writer then 
 ``commit()``, which fsyncs in a worker thread, before it tells anyone of the new events. The
 writer awaits it, so appends are never reordered around a sync. Other ``turn`` lines wake
 ``run_flusher``, which fsyncs in a worker thread no later than ``fsync_interval`` after the
-first dirty write. ``none`` never fsyncs (not even at close). A failed fsync (or a failed
+first dirty write. Under ``event`` the writer shows an event only once its fsync is done; under
+``turn`` it shows the events first and then awaits the fsync (still before it takes its next
+message), so a turn's end costs clients no disk flush while the fsync still lands within
+``fsync_interval`` of the write, as PROTOCOL.md promises. ``none`` never fsyncs (not even at close). A failed fsync (or a failed
 truncate of a partial line) leaves the log *broken*: the kernel may have dropped the dirty
 pages, so nothing more is appended and ``StorageFailed`` is raised from then on; the lines
 already written stay (a reader may have seen them), so no ``seq`` is ever reused.
@@ -238,6 +241,11 @@ class EventLog:
         except BaseException:
             self._sync_due = self._broken is None
             raise
+
+    @property
+    def durability(self) -> Durability:
+        """When the log fsyncs (``turn``, ``event`` or ``none``)."""
+        return self._durability
 
     @property
     def sync_due(self) -> bool:

@@ -23,7 +23,11 @@ class LogReader(Protocol):
 
 
 class Feed:
-    """Notifies subscription pumps when the log grows; readable after the session has ended."""
+    """Notifies subscription pumps when the log grows; readable after the session has ended.
+
+    One feed serves a session id for the daemon's whole run: a resumed session's new log is
+    ``rebind``-ed into it, so a subscription made before the session closed goes on seamlessly.
+    """
 
     def __init__(self, log: LogReader) -> None:
         self._log = log
@@ -36,6 +40,11 @@ class Feed:
     def read_from(self, from_seq: int) -> Iterator[bytes]:
         """Encoded event frames with ``seq >= from_seq``, as they were first sent."""
         return self._log.read_from(from_seq)
+
+    def rebind(self, log: LogReader) -> None:
+        """Serve ``log`` from now on (the same session's log, reopened with every seq it had)."""
+        self._log = log
+        self.appended()
 
     def appended(self) -> None:
         """Wake every pump waiting for a new event (called by the session after each append)."""

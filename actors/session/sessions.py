@@ -26,30 +26,41 @@ from actors.session.actor import Session, SessionDeps
 from actors.session.child import KILL_MARGIN
 from actors.session.eventlog import EventLog
 from actors.session.feed import Feed
-from actors.session.framelog import open_frame_log
-from actors.session.meta import SessionMeta, list_sessions, meta_from_create, write_meta
+from actors.session.framelog import FrameLog, open_frame_log
+from actors.session.meta import SessionMeta, StoredMcpServer, list_sessions, meta_from_create, write_meta
 from actors.session.validate import check_create
 from protocol import events as ev
 from protocol.base import format_ts
-from protocol.errors import ActorGone, HarnessUnavailable, SessionClosed, StorageFailed, UnknownSession
-from protocol.messages import SessionCreate
-from protocol.models import Detection, Permissions, SessionInfo
-from actors.session.config import SessionSettings as Config, harness_defaults
+from protocol.errors import (
+    ActorGone,
+    BadRequest,
+    HarnessUnavailable,
+    SessionBusy,
+    SessionClosed,
+    StorageFailed,
+    Unsupported,
+    UnknownSession,
+)
+from protocol.messages import SessionCreate, SessionResume
+from protocol.models import Detection, McpServer, Permissions, SessionInfo
+from actors.session.config import SessionSettings, harness_defaults
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 
 __all__ = ["ClosedSession", "SessionTable"]
 
 log = logging.getLogger("corral.sessions")
 _DETECTION_TTL = 30.0
+_LEFT_OPEN = ("daemon_restarted", "daemon_stopped")
+"""``closed_reason``s of sessions the user did not close: the daemon crashed or stopped under them."""
 
 
 class ClosedSession:
     """A session that ended (in this run or an earlier one): read-only, still subscribable."""
 
-    def __init__(self, meta: SessionMeta, log: EventLog) -> None:
+    def __init__(self, meta: SessionMeta, log: EventLog, feed: Feed | None = None) -> None:
         self.meta = meta
         self.log = log
-        self.feed = Feed(log)
+        self.feed = feed if feed is not None else Feed(log)
 
     @property
     def id(self) -> str:
@@ -62,7 +73,7 @@ class ClosedSession:
 class SessionTable:
     """Every session of the daemon, live (children of the sessions supervisor) or ended."""
 
-    def __init__(self, state_dir: Path, config: Config, ledger: Any, drivers: dict[str, Driver]) -> None:
+    def __init__(self, state_dir: Path, config: SessionSettings, ledger: Any, drivers: dict[str, Driver]) -> None:
         self.state_dir = state_dir
         self.root = state_dir / "sessions"
         self.config = config
@@ -71,6 +82,9 @@ class SessionTable:
         self.live: dict[str, Session] = {}
         self.ended: dict[str, ClosedSession] = {}
         self.supervisor: Supervisor | None = None
+        self.left_open: list[str] = []
+        self._ended = trio.Event()  # set (and replaced) whenever a live session moves to ``ended``
+        """Sessions the previous daemon left open (closed at boot): ``resume_on_boot`` resumes them."""
         self._detections: dict[str, tuple[float, Detection]] = {}
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
@@ -84,6 +98,8 @@ class SessionTable:
             async with trio.open_nursery() as nursery:
                 self.supervisor = await nursery.start(functools.partial(supervise, spec, name="sessions"))
                 task_status.started(self.supervisor)
+                if self.config.sessions.resume_on_boot:
+                    nursery.start_soon(self._resume_left_open)
         finally:
             self.supervisor = None
 
@@ -109,11 +125,13 @@ class SessionTable:
                 meta = msgspec.structs.replace(meta, state="closed", closed_reason="daemon_restarted")
                 write_meta(directory, meta)
                 revived.append(meta.id)
+            if meta.closed_reason in _LEFT_OPEN:
+                self.left_open.append(meta.id)
             event_log.close()  # still readable; an ended session holds no descriptor
             self.ended[meta.id] = ClosedSession(meta, event_log)
         return revived
 
-    async def create(self, request: SessionCreate) -> SessionInfo:
+    async def create(self, request: SessionCreate, *, session_id: str | None = None) -> SessionInfo:
         """Start a session; answers once it exists, even if its first child dies at once.
 
         Everything that can be refused (harness, cwd, model, env, options, log path, a missing
@@ -127,7 +145,7 @@ class SessionTable:
             raise HarnessUnavailable(
                 f"unknown harness {request.harness!r}; known: {', '.join(sorted(self.drivers))}")
         check_create(request)
-        session_id = f"s-{secrets.token_hex(6)}"
+        session_id = session_id or f"s-{secrets.token_hex(6)}"
         directory = self.root / session_id
         default_options, default_env = harness_defaults(self.config, request.harness)
         options = {**default_options, **(request.options or {})}
@@ -158,7 +176,96 @@ class SessionTable:
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
                            ledger=self.ledger, directory=directory)
         session = Session(meta, harness_request, deps, event_log, frame_log)
-        spec = ChildSpec(id=session_id, start=functools.partial(self._run_session, session),
+        await self._start(supervisor, session, frame_log, event_log)
+        if request.prompt:
+            await session.prompt(request.prompt, "session")
+        return session.info()
+
+    async def resume(self, request: SessionResume) -> SessionInfo:
+        """Reopen a ``closed`` or ``failed`` session whose harness can resume (see ``SessionResume``).
+
+        ``unknown_session``; ``session_busy`` for a session that runs; ``unsupported`` for a
+        harness that cannot resume or a session that never named its vendor conversation. The
+        log continues at the next seq; the first event is ``restarted {reason: "resumed"}``.
+        """
+        supervisor = self.supervisor
+        if supervisor is None:
+            raise SessionClosed("the daemon is shutting down")
+        session_id = request.session_id
+        await self._wait_ended(session_id)
+        if session_id in self.live:
+            raise SessionBusy(f"session {session_id} is {self.live[session_id].info().state}; "
+                              "only a closed or failed session can be resumed")
+        ended = self.ended.get(session_id)
+        if ended is None:
+            raise UnknownSession(f"no session {session_id!r}")
+        meta = ended.meta
+        driver = self.drivers.get(meta.harness)
+        if driver is None:
+            raise HarnessUnavailable(f"session {session_id} ran on {meta.harness!r}, which this daemon "
+                                     "does not offer", data={"harness": meta.harness})
+        if not driver.features.resume or (meta.vendor_session_id is None and meta.harness != "fake"):
+            raise Unsupported(f"session {session_id} cannot be resumed: its harness {meta.harness!r} "
+                              "never named a conversation to resume", data={"harness": meta.harness})
+        if request.env is not None:
+            check_create(SessionCreate(id=0, harness=meta.harness, cwd=meta.cwd, env=request.env))
+        directory = self.root / session_id
+        default_options, default_env = harness_defaults(self.config, meta.harness)
+        options = {**default_options, **meta.options}
+        env = {**default_env, **(request.env or {})}
+        harness_request = HarnessRequest(
+            session_id=session_id, cwd=meta.cwd, model=meta.model, permissions=meta.permissions,
+            env=env, options=options, mcp_servers=[_stored_server(m, env) for m in meta.mcp_servers],
+            resume=meta.vendor_session_id,
+            instructions=options.get("instructions") if isinstance(options.get("instructions"), str) else None,
+            work_dir=str(directory / "harness"),
+        )
+        driver.translator(harness_request)  # validates the options
+        await self._check_available(driver, options)
+        frame_log = _reopen_frame_log(options.get("log_path"), meta.cwd, self.state_dir, directory)
+        sessions = self.config.sessions
+        meta = msgspec.structs.replace(meta, state="starting", closed_reason=None)
+        try:
+            event_log = await trio.to_thread.run_sync(functools.partial(
+                _reopen, directory, meta, durability=sessions.durability,
+                memory_tail=sessions.memory_tail, fsync_interval=sessions.fsync_interval))
+        except BaseException:
+            if frame_log is not None:
+                frame_log.close()
+            raise
+        deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
+                           ledger=self.ledger, directory=directory)
+        session = Session(meta, harness_request, deps, event_log, frame_log, resumed=True)
+        session.feed = ended.feed  # subscribers of the closed session follow the resumed one
+        ended.feed.rebind(event_log)
+        await self._start(supervisor, session, frame_log, event_log)
+        log.info("session %s resumed (%s, conversation %s)", session_id, meta.harness,
+                 meta.vendor_session_id or "new")
+        return session.info()
+
+    async def _wait_ended(self, session_id: str) -> None:
+        """A session that answered its close but is still winding down is waited for (bounded)."""
+        session = self.live.get(session_id)
+        if session is None or session.info().state not in ("closed", "failed"):
+            return
+        with trio.move_on_after(self.config.sessions.close_timeout + KILL_MARGIN):
+            while session_id in self.live:
+                await self._ended.wait()
+
+    async def _resume_left_open(self) -> None:
+        """``[sessions] resume_on_boot``: resume what the last daemon left open, one by one."""
+        for session_id in self.left_open:
+            try:
+                await self.resume(SessionResume(id=0, session_id=session_id))
+            except Exception as exc:  # noqa: BLE001 - one session that cannot come back is logged
+                log.warning("session %s was not resumed at boot: %s", session_id, exc)
+        self.left_open = []
+
+    async def _start(self, supervisor: Supervisor, session: Session, frame_log: Any,
+                     event_log: EventLog) -> None:
+        """Start ``session`` as a temporary child of the sessions supervisor."""
+        sessions = self.config.sessions
+        spec = ChildSpec(id=session.id, start=functools.partial(self._run_session, session),
                          restart=RestartType.TEMPORARY, shutdown=2 * (sessions.close_timeout + KILL_MARGIN))
         try:
             await supervisor.start_child(spec)
@@ -169,9 +276,6 @@ class SessionTable:
             if isinstance(exc, ActorGone):
                 raise SessionClosed("the daemon is shutting down") from None
             raise
-        if request.prompt:
-            await session.prompt(request.prompt, "session")
-        return session.info()
 
     async def _check_available(self, driver: Driver, options: dict[str, Any]) -> None:
         """``harness_unavailable`` for a missing binary (``options.binary`` or the detected one)
@@ -193,7 +297,9 @@ class SessionTable:
             await session.run(task_status=task_status)
         finally:
             self.live.pop(session.id, None)
-            self.ended[session.id] = ClosedSession(session.meta, session.log)
+            self.ended[session.id] = ClosedSession(session.meta, session.log, session.feed)
+            self._ended.set()
+            self._ended = trio.Event()
 
     def get(self, session_id: str) -> Session | ClosedSession:
         """The session with this id; raises ``UnknownSession``."""
@@ -237,6 +343,30 @@ def _open_new(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:
     return event_log
 
 
+def _stored_server(stored: StoredMcpServer, env: dict[str, str]) -> McpServer:
+    """An MCP server as stored, its secret values (never stored) looked up in the resume's env."""
+    return McpServer(name=stored.name, command=stored.command, args=list(stored.args), url=stored.url,
+                     env={k: env[k] for k in stored.env_keys if k in env},
+                     headers={k: env[k] for k in stored.header_keys if k in env})
+
+
+def _reopen(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:
+    """Write a resumed session's ``meta.json`` and reopen its log (blocking: run it in a thread)."""
+    event_log, _ = EventLog.open(directory, meta.id, **settings)
+    write_meta(directory, meta)
+    return event_log
+
+
+def _reopen_frame_log(raw: object, cwd: str, state_dir: Path, session_dir: Path) -> FrameLog | None:
+    """The frame log of a resumed session: a new file where the old one is gone. An existing file
+    is never taken over (it may not be ours any more), so the resumed session then has none."""
+    try:
+        return open_frame_log(raw, cwd=cwd, state_dir=state_dir, session_dir=session_dir)
+    except BadRequest as exc:
+        log.warning("session %s: options.log_path not reopened: %s", session_dir.name, exc.message)
+        return None
+
+
 def _info(meta: SessionMeta, last_seq: int, pid: int | None) -> SessionInfo:
     return SessionInfo(
         id=meta.id, name=meta.name, harness=meta.harness, cwd=meta.cwd, model=meta.model,
@@ -246,7 +376,7 @@ def _info(meta: SessionMeta, last_seq: int, pid: int | None) -> SessionInfo:
 
 
 def _close_after_crash(event_log: EventLog) -> None:
-    """Close a session a crashed daemon left open: cancel its open permissions, then ``exit``."""
+    """Close a session a crashed daemon left open: cancel its open permissions, ``exit``, ``closed``."""
     open_permissions: dict[str, None] = {}
     for frame in event_log.frames_from(1):
         match frame.event:
@@ -258,4 +388,5 @@ def _close_after_crash(event_log: EventLog) -> None:
     for pid in open_permissions:
         event_log.append(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"), now=now)
     event_log.append(ev.Exit(reason="daemon_restarted"), now=now)
+    event_log.append(ev.Status(state="closed", stalled=False), now=now)
     event_log.sync()

@@ -26,8 +26,8 @@ from msgspec import Struct
 
 from protocol.errors import CorralError, ProtocolError
 from protocol.events import Decision
-from protocol.messages import LspList, LspListResult
-from protocol.models import Permissions, SessionInfo
+from protocol.messages import LspList, LspListResult, SessionCreate, SessionResult
+from protocol.models import McpServerInfo, Permissions, SessionInfo, WorkspaceSpec
 from protocol.schema import client_protocol_schema
 
 from supervisor.cli.attach import attach, follow_frames
@@ -35,6 +35,7 @@ from supervisor.client.api import RawEventFrame, open_client
 from supervisor.cli.daemonctl import DaemonRunner, run_foreground, start, status_report, stop
 from supervisor.cli.render import Renderer
 from supervisor.excgroup import lone_exception
+from supervisor.cli.workspaces import add_workspace_commands, ask
 from supervisor.statedir import resolve_state_dir
 
 __all__ = ["DaemonEntry", "build_parser", "main"]
@@ -107,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="environment for the harness only (repeatable; never stored)")
     sub.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=_pair,
                      help="harness option; VALUE is JSON or else a string (repeatable)")
+    sub.add_argument("--worktree", action="store_true",
+                     help="run in a new git worktree of the repository that contains the cwd")
+    sub.add_argument("--base", metavar="REF", help="with --worktree: the commit to branch from "
+                                                   "(default: the current HEAD)")
+    sub.add_argument("--branch", metavar="NAME", help="with --worktree: the new branch "
+                                                      "(default: corral/<name or id>)")
     command("ls", _ls, "List sessions.").add_argument("--json", action="store_true",
                                                       help="print JSON")
     command("harnesses", _harnesses, "List harnesses and whether they are available.")
@@ -129,11 +136,22 @@ def build_parser() -> argparse.ArgumentParser:
     answer.add_argument("--deny", action="store_true", help="deny it")
     answer.add_argument("--always", action="store_true", help="allow it from now on")
     command("close", _close, "Close a session.").add_argument("id", metavar="ID")
+    sub = command("resume", _resume, "Reopen a closed or failed session where its conversation left off.")
+    sub.add_argument("id", metavar="ID")
+    sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", type=_pair,
+                     help="environment for the harness only (repeatable; never stored)")
+    add_workspace_commands(command)
     sub = command("logs", _logs, "Print a session's events.")
     sub.add_argument("id", metavar="ID")
     sub.add_argument("--from", dest="from_seq", type=int, default=1, metavar="N")
     sub.add_argument("--json", action="store_true", help="the event frames, one JSON object a line")
     sub.add_argument("--follow", "-f", action="store_true", help="keep following")
+    sub = command("mcp", _mcp, "The daemon's MCP servers: `mcp ls [--json]`, `mcp restart NAME`.")
+    mcp = sub.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
+    mcp_ls = mcp.add_parser("ls", parents=[common], help="List MCP servers: state, pid, tools.")
+    mcp_ls.add_argument("--json", action="store_true", help="print JSON")
+    mcp_restart = mcp.add_parser("restart", parents=[common], help="Restart an MCP server (a failed one too).")
+    mcp_restart.add_argument("name", metavar="NAME")
     sub = command("protocol", _protocol, "Protocol tools (works without a daemon).")
     sub.add_argument("what", choices=("schema",), help="schema: the client protocol's JSON Schema")
     return parser
@@ -193,17 +211,14 @@ def _new(args: argparse.Namespace) -> None:
     permissions = None
     if args.permissions or args.allow_tool:
         permissions = Permissions(mode=args.permissions or "ask", allow_tools=args.allow_tool)
-    env = dict(args.env) or None
-    options = {key: _json_or_text(value) for key, value in args.option} or None
-    cwd = str(Path(args.cwd or os.getcwd()).absolute())
-
-    async def create() -> SessionInfo:
-        async with open_client(_state(args)) as client:
-            return await client.create(args.harness, cwd, name=args.name, model=args.model,
-                                       prompt=args.prompt, permissions=permissions, env=env,
-                                       options=options)
-
-    print(trio.run(create).id, flush=True)
+    if (args.base or args.branch) and not args.worktree:
+        build_parser().error("--base and --branch need --worktree")
+    workspace = WorkspaceSpec(mode="worktree", base=args.base, branch=args.branch) if args.worktree else None
+    request = SessionCreate(
+        id=0, harness=args.harness, cwd=str(Path(args.cwd or os.getcwd()).absolute()), name=args.name,
+        model=args.model, prompt=args.prompt, permissions=permissions, env=dict(args.env) or None,
+        options={key: _json_or_text(value) for key, value in args.option} or None, workspace=workspace)
+    print(ask(_state(args), request, SessionResult).session.id, flush=True)
 
 
 def _ls(args: argparse.Namespace) -> None:
@@ -250,6 +265,30 @@ def _lsp(args: argparse.Namespace) -> None:
         print("no language servers")
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    async def run() -> list[McpServerInfo]:
+        async with open_client(_state(args)) as client:
+            if args.mcp_command == "restart":
+                return [await client.mcp_restart(args.name)]
+            return await client.mcp_servers()
+
+    servers = trio.run(run)
+    if args.mcp_command == "ls" and args.json:
+        print(msgspec.json.encode(servers).decode())
+    elif servers:
+        rows = [["NAME", "STATE", "PID", "RESTARTS", "TOOLS", "LAST ERROR"]]
+        rows += [[s.name, s.state, str(s.pid or "-"), str(s.restarts), str(len(s.tools)),
+                  s.last_error or "-"] for s in servers]
+        _table(rows)
+    else:
+        print("no MCP servers")
+    if args.mcp_command == "restart" and servers[0].state != "running":
+        print(f"corral: MCP server {args.name} is {servers[0].state}: {servers[0].last_error or '-'}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 def _attach(args: argparse.Namespace) -> None:
     terminal = sys.stdout.isatty()
     color = terminal and not os.environ.get("NO_COLOR")
@@ -293,6 +332,15 @@ def _close(args: argparse.Namespace) -> None:
             await client.close(args.id)
 
     trio.run(close)
+
+
+def _resume(args: argparse.Namespace) -> None:
+    async def resume() -> SessionInfo:
+        async with open_client(_state(args)) as client:
+            return await client.resume(args.id, env=dict(args.env) or None)
+
+    info = trio.run(resume)
+    print(f"{info.id} {info.state}")
 
 
 def _logs(args: argparse.Namespace) -> None:
@@ -358,9 +406,17 @@ def _quiet_stdout() -> None:
 
 
 def _session_rows(sessions: list[SessionInfo]) -> list[list[str]]:
+    """One row per session; BRANCH and CHANGED (files) columns when any session has a worktree."""
     rows = [["ID", "HARNESS", "STATE", "SEQ", "CREATED", "NAME"]]
     rows += [[s.id, s.harness, s.state, str(s.last_seq), s.created_at, s.name or "-"]
              for s in sessions]
+    if any(s.workspace is not None for s in sessions):
+        rows[0] += ["BRANCH", "CHANGED"]
+        for row, s in zip(rows[1:], sessions):
+            space = s.workspace
+            row += ["-", "-"] if space is None else [
+                space.branch if space.state == "active" else f"{space.branch} ({space.state})",
+                str(space.changed_files)]
     return rows
 
 

@@ -32,6 +32,7 @@ from protocol.events import (
     Tool,
     User,
     UsageReport,
+    Workspace,
 )
 
 __all__ = ["Renderer", "describe", "short"]
@@ -178,6 +179,8 @@ def describe(event: Event, *, color: bool = False) -> str:
             parts = [f"{w.name} {w.used_percent:g}%" if w.used_percent is not None else w.name
                      for w in windows]
             return dim(f"· limits: {', '.join(parts) or 'none'}")
+        case Workspace(state=state, branch=branch, path=path, changed_files=changed):
+            return dim(f"· worktree {state}: {branch} at {path} ({changed} changed file(s))")
         case Assistant(text=text) | Thought(text=text):
             return text
 

@@ -49,6 +49,10 @@ from protocol.messages import (
     HarnessList,
     HarnessListResult,
     Hello,
+    McpList,
+    McpListResult,
+    McpRestart,
+    McpServerResult,
     Ok,
     PromptResult,
     Request,
@@ -61,13 +65,14 @@ from protocol.messages import (
     SessionPermission,
     SessionPrompt,
     SessionResult,
+    SessionResume,
     SessionSetModel,
     SessionSubscribe,
     SessionUnsubscribe,
     SubscribeResult,
     Welcome,
 )
-from protocol.models import ClientInfo, Detection, McpServer, Permissions, SessionInfo
+from protocol.models import ClientInfo, Detection, McpServer, McpServerInfo, Permissions, SessionInfo
 
 from supervisor import __version__
 from supervisor.excgroup import lone_exception, raise_lone
@@ -186,6 +191,10 @@ class Client:
                                 mcp_servers=mcp_servers, options=options)
         return (await self._call(message, SessionResult)).session
 
+    async def resume(self, session_id: str, *, env: dict[str, str] | None = None) -> SessionInfo:
+        """Reopen a closed or failed session whose harness can resume (same id, log continues)."""
+        return (await self._call(SessionResume(id=0, session_id=session_id, env=env), SessionResult)).session
+
     async def sessions(self) -> list[SessionInfo]:
         return (await self._call(SessionList(id=0), SessionListResult)).sessions
 
@@ -211,6 +220,14 @@ class Client:
     async def close(self, session_id: str) -> None:
         """Close a session; answered once its close sequence has ended."""
         await self._call(SessionClose(id=0, session_id=session_id), Empty)
+
+    async def mcp_servers(self) -> list[McpServerInfo]:
+        """``mcp.list``: every supervised MCP server with its state, pid and tools."""
+        return (await self._call(McpList(id=0), McpListResult)).servers
+
+    async def mcp_restart(self, name: str) -> McpServerInfo:
+        """``mcp.restart``: start server ``name`` afresh (a failed one too); its state after."""
+        return (await self._call(McpRestart(id=0, name=name), McpServerResult)).server
 
     # --- events -----------------------------------------------------------------------------
 

@@ -56,6 +56,7 @@ from supervisor.proc.identity import marker_env, start_token
 from supervisor.proc.killing import (
     Family,
     forget_signalled,
+    is_alive,
     signal_all,
     signal_group,
     wait_gone,
@@ -98,10 +99,11 @@ async def open_child(
 
     ``framer`` overrides ``spec.framing``; ``goodbye`` is used by the close sequence when the
     block ends; ``spawner`` replaces ``supervisor.proc.spawn.spawn`` (a process forked from a
-    pre-loaded template is supervised like any other). Raises ``LaunchFailed`` if the child cannot start and ``StorageFailed`` if its
-    ledger row cannot be written (the child is then killed and reaped). Leaving the block by
-    any route, cancellation included, runs the close sequence shielded; it takes at most
-    ``spec.shutdown`` seconds plus the time the kernel takes to deliver a SIGKILL.
+    pre-loaded template is supervised like any other). Raises ``LaunchFailed`` if the child
+    cannot start and ``StorageFailed`` if its ledger row cannot be written (the child is then
+    killed and reaped). Leaving the block by any route, cancellation included, runs the close
+    sequence shielded; it takes at most ``spec.shutdown`` seconds plus the time the kernel takes
+    to deliver a SIGKILL.
     """
     child = await _spawn_child(spec, ledger, framer or framer_factory(spec), goodbye,
                                spawner or spawn)
@@ -171,6 +173,7 @@ class ProcessChild:
         self._nursery: trio.Nursery | None = None
         self._exited = trio.Event()
         self._done = trio.Event()
+        self._reaped = False
         self._closing = False
         self._send_lock = trio.Lock()
         self._stderr: collections.deque[str] = collections.deque(maxlen=spec.stderr_lines)
@@ -225,6 +228,13 @@ class ProcessChild:
         await self._done.wait()
         return self._final_status()
 
+    def kill_group(self) -> None:
+        """SIGKILL the child's process group now (a hung child); the close sequence then
+        finishes the rest, descendants that left the group included."""
+        # Once the leader is reaped its pid, which is the group id, may name a stranger.
+        if not self._reaped:
+            signal_group(self.pgid, signal.SIGKILL)
+
     async def close(self, goodbye: Goodbye | None = None) -> ExitStatus:
         """Run the close sequence (see the module docstring), or join the one already running.
 
@@ -235,12 +245,6 @@ class ProcessChild:
         self._begin_close(goodbye or self._goodbye, polite=True)
         await self._done.wait()
         return self._final_status()
-
-    def kill_group(self) -> None:
-        """SIGKILL the child's process group now; the close sequence then finishes the rest."""
-        # Once the leader exited its pid, which is the group id, may soon name a stranger.
-        if not self._exited.is_set():
-            signal_group(self.pgid, signal.SIGKILL)
 
     def _run_in(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -301,44 +305,54 @@ class ProcessChild:
     async def _terminate(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
         start = trio.current_time()
         family = Family(self.pid, self.pgid, self.ledger_key)
-        await self._survey(family)
+        lively = await self._survey(family)
         if polite and shutdown > 0 and not self._exited.is_set():
             with trio.move_on_at(start + shutdown / 2):
                 await self._say_goodbye(goodbye)
                 await self._exited.wait()
-            await self._survey(family)
+            lively = await self._survey(family)
         if shutdown > 0:
             signal_group(self.pgid, signal.SIGTERM)
             signal_all(family.members, signal.SIGTERM)  # those that left the group, too
             with trio.move_on_at(start + shutdown):
                 await self._exited.wait()
             await wait_gone(family.members, start + shutdown)
-            await self._survey(family)
-        await self._kill(family)
+            lively = await self._survey(family)
+        await self._kill(family, lively)
 
-    async def _kill(self, family: Family) -> None:
+    async def _kill(self, family: Family, lively: bool) -> None:
         """SIGKILL the group and the family until a survey after their death finds no one new.
 
-        Once the leader is dead nobody new can join its family but through a fork already under
-        way (or an orphan re-parented to us as its parent died), so this ends within a few rounds;
-        it is bounded by ``_KILL_REAP_WAIT`` whatever happens.
+        ``lively``: whether anyone who could fork was alive at the last survey; if not, nobody
+        can have joined the family since. Once the leader is dead nobody new can join but
+        through a fork already under way (or an orphan re-parented to us as its parent died),
+        so this ends within a few rounds; it is bounded by ``_KILL_REAP_WAIT`` in any case.
         """
         deadline = trio.current_time() + _KILL_REAP_WAIT
         while True:
-            known = len(family.members)
             signal_group(self.pgid, signal.SIGKILL)  # the zombie leader still pins the group id
             signal_all(family.members, signal.SIGKILL)
             await self._exited.wait()
             await wait_gone(family.members, deadline)
-            await self._survey(family)
-            if len(family.members) == known or trio.current_time() >= deadline:
+            if not lively or trio.current_time() >= deadline:
+                return
+            known = len(family.members)
+            lively = await self._survey(family)
+            if len(family.members) == known:
                 return
 
-    async def _survey(self, family: Family) -> None:
-        # A survey reads /proc for every process: keep that off the event loop.
-        await trio.to_thread.run_sync(
-            lambda: family.survey(leader_alive=not self._exited.is_set())
-        )
+    async def _survey(self, family: Family) -> bool:
+        """Survey the family; whether the leader or any member was alive (so could fork).
+
+        A survey reads /proc for every process: it runs in a worker thread.
+        """
+        leader_alive = not self._exited.is_set()
+
+        def survey() -> bool:
+            family.survey(leader_alive=leader_alive)
+            return leader_alive or any(is_alive(proc) for proc in family.members)
+
+        return await trio.to_thread.run_sync(survey)
 
     async def _say_goodbye(self, goodbye: Goodbye | None) -> None:
         if goodbye is not None:
@@ -354,6 +368,7 @@ class ProcessChild:
             await self._exited.wait()
         if not reaper._reap_owned(self.pid):
             logger.warning("child %s (pid %d) was reaped by someone else", self.key, self.pid)
+        self._reaped = True
         forget_signalled([self.pgid])
         if self._spawned.popen is not None:  # Popen must never poll the reaped (reusable) pid
             self._spawned.popen.returncode = returncode(self._final_status())

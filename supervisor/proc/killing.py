@@ -35,7 +35,8 @@ def signal_group(pgid: int, sig: signal.Signals) -> bool:
     """Send ``sig`` to process group ``pgid``; False if the group is gone or not ours to signal.
 
     The group is remembered as signalled by us (``was_signalled``) until ``forget_signalled``,
-    so a ``Child`` whose group anyone in the daemon killed reports ``killed``, not ``crashed``.
+    so a ``ProcessChild`` whose group anyone in the daemon killed reports ``killed``, not
+    ``crashed``.
     """
     _SIGNALLED.add(pgid)
     try:
@@ -56,7 +57,7 @@ def forget_signalled(pgids: Iterable[int]) -> None:
 
 
 def kill_now(leader: int, token: StartToken, child_key: str) -> bool:
-    """SIGKILL ``leader`` and its family at once if it is the process ``token`` names; whether it was.
+    """SIGKILL ``leader`` and its family now if it is the process ``token`` names; whether it was.
 
     The family (``Family``: descendants, members of the group ``leader`` leads, marked strays) is
     surveyed before the kill, and each member is signalled through psutil, which checks its
@@ -113,7 +114,7 @@ def marked_in(table: dict[int, tuple[int, int]], child_key: str) -> set[int]:
     """The pids in ``table`` whose environment marker names ``child_key``.
 
     As a subreaper the daemon is the parent of every orphan in its tree, so only its own
-    children (other than live ``Child`` leaders) are read; otherwise every process is.
+    children (other than live ``ProcessChild`` leaders) are read; otherwise every process is.
     """
     me = os.getpid()
     if prctl.is_child_subreaper():

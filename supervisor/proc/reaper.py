@@ -1,12 +1,12 @@
-"""Reaping without stealing: the table of children a ``Child`` owns, and the orphan reaper.
+"""Reaping without stealing: the table of children ``ProcessChild`` handles own; the orphan reaper.
 
 A subreaper daemon (``supervisor.proc.prctl.set_child_subreaper``) inherits every orphaned grandchild
 of its children; each must be reaped or it stays a zombie. ``waitpid(-1)`` would do that, but it
 would also steal the exit status of children that their owners are about to collect. So:
 
 * Every pid spawned by ``supervisor.proc.spawn`` enters the *live table* before the spawner releases
-  the table lock, and leaves it only when its ``Child`` has reaped it. Only the owner reaps a live
-  pid.
+  the table lock, and leaves it only when its ``ProcessChild`` has reaped it. Only the owner
+  reaps a live pid.
 * ``reap_orphans()`` lists this process's zombie children (``/proc/self/task/*/children``), and
   reaps, one pid at a time with ``waitpid(pid, WNOHANG)``, those not in the live table, under the
   same lock (so a child forked a moment ago cannot be mistaken for an orphan).
@@ -37,7 +37,7 @@ _LIVE: set[int] = set()
 
 
 def live_pids() -> frozenset[int]:
-    """The pids currently owned by a ``Child`` (spawned, not yet reaped)."""
+    """The pids currently owned by a ``ProcessChild`` (spawned, not yet reaped)."""
     with _TABLE_LOCK:
         return frozenset(_LIVE)
 
@@ -54,13 +54,13 @@ def pinned(pid: int) -> Iterator[bool]:
 
 
 def orphan_zombies() -> set[int]:
-    """Zombie children of this process that no ``Child`` owns."""
+    """Zombie children of this process that no ``ProcessChild`` owns."""
     with _TABLE_LOCK:
         return {pid for pid in _zombie_children() if pid not in _LIVE}
 
 
 def reap_orphans(*, only: Collection[int] | None = None) -> list[int]:
-    """Reap zombie children no ``Child`` owns (restricted to ``only`` if given); return their pids.
+    """Reap zombie children no ``ProcessChild`` owns (only those in ``only`` if given); their pids.
 
     Never blocks on a live child and never touches a pid in the live table.
     """
@@ -75,7 +75,7 @@ def reap_orphans(*, only: Collection[int] | None = None) -> list[int]:
 
 
 def reap_if_orphan(pid: int) -> bool:
-    """Reap ``pid`` if it is an exited child of ours that no ``Child`` owns; whether it was."""
+    """Reap ``pid`` if it is an exited child of ours no ``ProcessChild`` owns; whether it was."""
     with _TABLE_LOCK:
         return pid not in _LIVE and _waitpid_nohang(pid)
 

@@ -31,7 +31,7 @@ from protocol.base import format_ts
 from protocol.messages import SupervisorInfo
 from protocol.models import ChildProcess, DaemonInfo
 from supervisor import __version__
-from supervisor.config import DaemonConfig
+from supervisor.server.config import DaemonConfig
 from supervisor.ledger import Ledger, reconcile
 from supervisor.proc.prctl import set_child_subreaper
 from supervisor.proc.reaper import run_orphan_reaper

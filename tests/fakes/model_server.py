@@ -15,6 +15,11 @@ header was sent. ``Turn(hang=True)`` streams up to the first delta and holds the
 the client closes the connection (counted in ``hang_closed``) or ``release()`` is called.
 ``wait_for(predicate)`` waits for a condition instead of sleeping.
 
+Agents make helper calls beside their turns (Gemini's model router, Claude Code's title and
+token-count calls on a small model). ``aside`` (a predicate on the ``Recorded`` request) marks
+them: they are answered with ``default`` without taking a step of the script, recorded with
+``aside=True`` and left out of ``model_requests()``, so a script stays one step per turn call.
+
 From trio: ``port = await nursery.start(server.serve)``. From asyncio or sync code:
 ``tests.fakes.model_thread.ServerThread`` runs it in a background thread. Standalone:
 ``python -m tests.fakes.model_server --script steps.json [--port N]`` prints the port on the
@@ -50,14 +55,21 @@ class Recorded(msgspec.Struct, kw_only=True, frozen=True):
     query: str
     headers: dict[str, str]
     body: Any = None
+    aside: bool = False
 
 
 class FakeModels:
     """The scripted server. Queue steps with ``add``; read ``requests`` after each call."""
 
-    def __init__(self, steps: Iterable[Step] = (), *, default: Step | None = None) -> None:
+    def __init__(self, steps: Iterable[Step] = (), *, default: Step | None = None,
+                 aside: Callable[[Recorded], Step | bool | None] | None = None) -> None:
         self.steps: deque[Step] = deque(steps)
         self.default: Step = default if default is not None else say("ok")
+        self.aside = aside
+        """Given a recorded request, whether it is answered *beside* the script (not consuming a
+        step, recorded with ``aside=True``): a ``Step`` to answer with, ``True`` for the default
+        answer, or ``None``/``False`` to take the next scripted step (a CLI's helper calls such
+        as title generation are answered beside)."""
         self.requests: list[Recorded] = []
         self.port = 0
         self.hanging = 0
@@ -77,8 +89,8 @@ class FakeModels:
         self._release = trio.Event()
 
     def model_requests(self) -> list[Recorded]:
-        """The recorded model calls (requests on a served route), in order."""
-        return [r for r in self.requests if r.api is not None]
+        """The recorded model calls (requests on a served route, not ``aside``), in order."""
+        return [r for r in self.requests if r.api is not None and not r.aside]
 
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         """Wait until ``predicate()`` holds; re-checked after every request and hang change."""
@@ -127,13 +139,19 @@ class FakeModels:
         method = request.method.decode()
         api = _route(method, path)
         n = len(self.model_requests()) + 1
-        self.requests.append(Recorded(api=api, method=method, path=path, query=query,
-                                      headers=headers, body=body))
+        record = Recorded(api=api, method=method, path=path, query=query, headers=headers,
+                          body=body)
+        beside = self.aside(record) if api is not None and self.aside is not None else None
+        aside = beside is not None and beside is not False
+        self.requests.append(msgspec.structs.replace(record, aside=aside))
         self._notify()
         if api is None:
             await _send_json(stream, conn, 404, {"error": {"message": f"no route {path}"}})
             return
-        step = self.steps.popleft() if self.steps else self.default
+        if aside:
+            step = beside if not isinstance(beside, bool) and beside is not None else self.default
+        else:
+            step = self.steps.popleft() if self.steps else self.default
         if isinstance(step, Fail):
             status, extra, payload = error(api, step)
             await _send_json(stream, conn, status, payload, extra)

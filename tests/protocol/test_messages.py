@@ -52,6 +52,7 @@ def test_every_event_kind_has_its_protocol_tag() -> None:
     assert tags == {
         "init", "assistant", "thought", "user", "tool", "permission", "permission_decided",
         "result", "error", "usage", "limits", "status", "restarted", "exit",
+        "workspace",  # additions beyond PROTOCOL.md's core table
     }
 
 
@@ -60,7 +61,9 @@ def test_request_methods_are_exactly_the_protocol_table() -> None:
         "daemon.status", "daemon.shutdown", "harness.list", "session.create", "session.list",
         "session.get", "session.subscribe", "session.unsubscribe", "session.prompt",
         "session.interrupt", "session.permission", "session.set_model", "session.close",
-        "lsp.list",  # additions beyond PROTOCOL.md's core table
+        # additions beyond PROTOCOL.md's core table:
+        "lsp.list", "session.resume", "mcp.list", "mcp.restart",
+        "workspace.diff", "workspace.commit", "workspace.merge", "workspace.discard",
     }
     assert set(messages.RESULT_TYPES) == set(messages.REQUEST_TYPES)
 

@@ -24,7 +24,6 @@ import logging
 import shutil
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 
 import msgspec
 from google.adk.agents.callback_context import CallbackContext

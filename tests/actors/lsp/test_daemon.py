@@ -21,7 +21,7 @@ from supervisor.client.api import open_client
 from supervisor.ledger.store import Ledger
 from tests.actors.lsp.rig import FAKE
 
-DAEMON = str(Path(FAKE).with_name("lsp_daemon.py"))
+REPO = Path(__file__).resolve().parents[3]
 
 LIMIT = 60
 
@@ -65,11 +65,12 @@ enabled = false
     wants_pyright = shutil.which("pyright-langserver") is not None
     if wants_pyright:
         files.append("b.py=print(nope)\n")
-    argv = [sys.executable, DAEMON, str(state), str(config), str(work), *files]
+    # as a module, so tests/fakes (which has an http.py) does not shadow the standard library
+    argv = [sys.executable, "-m", "tests.fakes.lsp_daemon", str(state), str(config), str(work), *files]
     with trio.fail_after(LIMIT):
         async with trio.open_nursery() as nursery:
             daemon = await nursery.start(partial(trio.run_process, argv, stdout=subprocess.PIPE,
-                                                 check=False))
+                                                 check=False, cwd=str(REPO)))
             assert daemon.stdout is not None
             line = b""
             async for chunk in daemon.stdout:

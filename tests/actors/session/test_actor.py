@@ -45,7 +45,8 @@ def make_session(tmp_path: Path, driver: ScriptedDriver, *, offload: Any = inlin
     directory = tmp_path / SID
     meta = SessionMeta(id=SID, harness="scripted", cwd=str(tmp_path), created_at="2026-01-01T00:00:00.000Z",
                        state="starting")
-    log, _ = EventLog.open(directory, SID, fsync=fsync, offload=offload if offload is inline else None)
+    log, _ = EventLog.open(directory, SID, fsync=fsync, offload=offload if offload is inline else None,
+                           durability=settings.get("durability", "turn"))
     deps = SessionDeps(driver=driver, sessions=SessionsConfig(**settings), children=ChildrenConfig(),
                        ledger=None, directory=directory, offload=offload, rng=random.Random(seed))
     request = HarnessRequest(session_id=SID, cwd=str(tmp_path), work_dir=str(directory / "harness"))
@@ -284,3 +285,41 @@ async def test_fsync_and_meta_writes_run_off_the_trio_thread(
     assert threads["fsync"] and threads["meta"]
     assert threading.get_ident() not in threads["fsync"] | threads["meta"]
     assert read_meta(tmp_path / SID).vendor_session_id == "v-1"
+
+
+@pytest.mark.parametrize("durability", ["turn", "event"])
+async def test_subscribers_wait_for_the_fsync_of_a_turns_end_only_under_event(
+        tmp_path: Path, durability: str) -> None:
+    armed, entered, release = threading.Event(), threading.Event(), threading.Event()
+
+    def fsync(fd: int) -> None:
+        if armed.is_set():
+            entered.set()
+            release.wait(20)
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, offload=None, durability=durability, fsync=fsync)
+    woken = trio.Event()
+
+    async def subscriber(after: int) -> None:
+        await session.feed.wait_past(after)
+        woken.set()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.run)
+            [child] = driver.children
+            await session.prompt("go", "c-1")
+            await trio.testing.wait_all_tasks_blocked()  # the prompt's batch is published
+            nursery.start_soon(subscriber, session.log.last_seq)
+            await trio.testing.wait_all_tasks_blocked()
+            armed.set()
+            child.emit(type="result", stop_reason="end_turn")
+            await trio.to_thread.run_sync(entered.wait, 20)
+            await trio.testing.wait_all_tasks_blocked()
+            # turn: the clients already see the turn's end while its fsync runs; event: not yet
+            assert woken.is_set() is (durability == "turn")
+            release.set()
+            await woken.wait()
+            await session.close("c-1")
+    assert any(isinstance(e, ev.Result) for e in events(session))

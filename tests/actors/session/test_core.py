@@ -10,6 +10,7 @@ import itertools
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from actors.harness import HarnessRequest
@@ -363,3 +364,18 @@ def test_set_model_reaches_the_child_and_the_next_launch() -> None:
     d.spawned()
     assert d.ask(SessionSetModel(id=0, session_id=SID, model="large")) == ["write:1:set_model", "meta", "answer:ok"]
     assert d.core.meta.model == "large" and d.core.child_request().model == "large"
+
+
+def test_a_resumed_session_announces_its_first_child_as_restarted_resumed() -> None:
+    d = Drive()
+    d.core = SessionCore(msgspec.structs.replace(META, restarts=2), d.request, d.driver, SessionsConfig(),
+                         now=0.0, resumed=True)
+    assert d.spawned() == ["meta", "restarted:3", "status:starting", "status:idle"]
+    (restarted,) = [e for e in d.events() if isinstance(e, ev.Restarted)]
+    assert restarted == ev.Restarted(attempt=3, reason="resumed")
+    assert d.core.info(last_seq=9).restarts == 3
+    # a later crash is an ordinary restart again
+    d.exited()
+    assert d.spawned(gen=2)[:2] == ["meta", "restarted:4"]
+    (again,) = [e for e in d.events() if isinstance(e, ev.Restarted)]
+    assert again.reason == "killed by SIGKILL"

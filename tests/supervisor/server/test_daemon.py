@@ -23,7 +23,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket
 
 from protocol.errors import UnknownMethod, UnknownSession
 from protocol.messages import ClientRequest, DaemonStatus, DaemonStatusResult
-from supervisor.config import DaemonConfig
+from supervisor.server.config import DaemonConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.connection import FeedLike
 from supervisor.statedir import DaemonFile, StateDir

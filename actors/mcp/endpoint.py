@@ -1,0 +1,164 @@
+"""The shared endpoint: every supervised MCP server on one loopback streamable-HTTP listener.
+
+Vendor CLIs (Claude Code, Codex, …) would each spawn their own copy of every stdio MCP server;
+instead the daemon injects, per session, one URL per server, ``http://127.0.0.1:PORT/mcp/NAME``
+with ``Authorization: Bearer <the session's token>``, and serves them here: an ``mcp`` SDK
+low-level ``Server`` whose handlers proxy to the MCP actors, so every session's calls reach the
+one shared process. The CLI sees the server under the session's own name (``mcp__NAME__TOOL``).
+
+Each HTTP request passes, in order: the Host and Origin checks of the websocket (``refuse``,
+given by the composition root: a non-loopback Host or a foreign Origin is 403), the bearer
+token (401 unless it is a live session's), and the path (404 unless NAME is one of that
+session's servers). The request's scope then carries the binding and the server name to the
+handlers. It is served with hypercorn on trio, on 127.0.0.1 and an ephemeral port.
+
+A failure of the server behind a call (``mcp.server_failed``, a crash, a timeout) is a tool
+result with ``isError`` and the code in its text, so the model sees it; the tool stays listed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import mcp_types
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from actors.mcp.binding import SessionMcp
+from actors.mcp.registry import McpRegistry
+from protocol.errors import CorralError
+
+__all__ = ["McpEndpoint", "Refuse"]
+
+log = logging.getLogger("corral.mcp.endpoint")
+
+Refuse = Callable[[int, str, Sequence[tuple[bytes, bytes]]], "str | None"]
+"""``refuse(port, host, headers)``: why a request to the endpoint listening on ``port`` must be
+refused (its Host or Origin), or ``None``."""
+
+_PREFIX = "/mcp/"
+_SCOPE_KEY = "corral.mcp"
+
+
+class McpEndpoint:
+    """The loopback streamable-HTTP server that proxies to the MCP actors."""
+
+    def __init__(self, registry: McpRegistry, refuse: Refuse, *, host: str = "127.0.0.1") -> None:
+        self.registry = registry
+        self.refuse = refuse
+        self.host = host
+        self.url: str | None = None
+        self.port = 0
+        self.server: Server[Any] = Server(
+            "corral", version="1",
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+        )
+        self._manager = StreamableHTTPSessionManager(app=self.server, json_response=True)
+
+    async def run(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; ready (with the base URL) once the socket listens."""
+        config = HypercornConfig()
+        config.bind = [f"{self.host}:0"]
+        config.accesslog = None
+        config.errorlog = log  # hypercorn takes a logger
+        config.graceful_timeout = 1.0
+        async with self._manager.run(), trio.open_nursery() as nursery:
+            binds: list[str] = await nursery.start(partial(serve, self._asgi, config))  # type: ignore[arg-type]
+            self.url = binds[0] + "/mcp"
+            self.port = int(binds[0].rsplit(":", 1)[1])
+            self.registry.endpoint_url = self.url
+            task_status.started(self.url)
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.registry.endpoint_url = None
+
+    # --- ASGI -------------------------------------------------------------------------------
+
+    async def _asgi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
+        fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers}
+        reason = self.refuse(self.port, fields.get("host", ""), headers)
+        if reason is not None:
+            await _plain(send, 403, reason)
+            return
+        binding = self._authorized(fields.get("authorization", ""))
+        if binding is None:
+            await _plain(send, 401, "a session bearer token is required")
+            return
+        path: str = scope.get("path", "")
+        name = path[len(_PREFIX):].rstrip("/") if path.startswith(_PREFIX) else ""
+        if name not in binding.routes:
+            await _plain(send, 404, f"this session has no MCP server {name!r}")
+            return
+        await self._manager.handle_request({**scope, _SCOPE_KEY: (binding, name)}, receive, send)
+
+    def _authorized(self, header: str) -> SessionMcp | None:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return self.registry.by_token(token.strip())
+
+    # --- MCP handlers -------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> mcp_types.ListToolsResult:
+        binding, name = _route(ctx)
+        tools = await binding.tools([name])
+        return mcp_types.ListToolsResult(tools=[
+            mcp_types.Tool(name=t.tool, title=t.title, description=t.description, input_schema=t.input_schema,
+                           output_schema=t.output_schema)
+            for t in tools
+        ])
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any],
+                         params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
+        binding, name = _route(ctx)
+        try:
+            outcome = await binding.call(name, params.name, dict(params.arguments or {}))
+        except CorralError as exc:
+            return mcp_types.CallToolResult(
+                content=[mcp_types.TextContent(type="text", text=f"[{exc.code.value}] {exc.message}")],
+                is_error=True)
+        return mcp_types.CallToolResult.model_validate(
+            {"content": outcome.content, "isError": outcome.is_error,
+             **({"structuredContent": outcome.structured} if outcome.structured is not None else {})})
+
+
+def _route(ctx: ServerRequestContext[Any]) -> tuple[SessionMcp, str]:
+    request = ctx.request
+    scope: Mapping[str, Any] = getattr(request, "scope", {}) or {}
+    route = scope.get(_SCOPE_KEY)
+    if route is None:  # only reachable through _asgi, which always sets it
+        raise RuntimeError("an MCP request reached the endpoint without its route")
+    return route  # type: ignore[no-any-return]
+
+
+async def _lifespan(receive: Any, send: Any) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _plain(send: Any, status: int, text: str) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+

@@ -1,0 +1,21 @@
+"""ACP agents (Gemini CLI, Copilot, claude-code-acp, …): one driver, many profiles.
+
+``profiles`` holds the agents as data; ``launch`` builds argv/env; ``translate`` is the sans-IO
+protocol core over ``rpc`` (JSON-RPC 2.0 lines) and ``wire`` Structs, with ``updates``
+(session updates → events), ``permissions`` (requests ↔ decisions) and ``client`` (the
+translator's half of ``fs``/``terminal``); ``jobs`` and ``worker`` are the client-side I/O the
+session runs as ``Work``; ``errors`` classifies failures; ``detect`` finds the binary;
+``driver`` ties them together.
+"""
+
+from .detect import AcpDetector as AcpDetector
+from .detect import FEATURES as FEATURES
+from .driver import AcpDriver as AcpDriver
+from .launch import build_launch as build_launch
+from .launch import mcp_servers as mcp_servers
+from .launch import minute_wait as minute_wait
+from .profiles import PROFILES as PROFILES
+from .profiles import Profile as Profile
+from .translate import AcpTranslator as AcpTranslator
+from .worker import AcpWorker as AcpWorker
+from .worker import open_worker as open_worker

@@ -1,0 +1,82 @@
+"""``AcpDriver``: one ACP agent profile as the session sees it (``actors.harness.Driver``).
+
+One class serves every ACP harness; the ``Profile`` is the difference. It ties together the
+launch builder, a fresh ``AcpTranslator`` per child, the ``worker`` for client-side ``Work``,
+and detection. It remembers, per corral session, when its children were launched and when they
+opened their ACP session (wall clock), which the ``load_next_minute`` quirk needs, and the
+models the agent offered (``features.models``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from importlib import metadata
+
+from actors.harness import HarnessRequest, Launch
+from protocol.models import Detection, Features
+
+from .detect import FEATURES, AcpDetector
+from .launch import build_launch, minute_wait
+from .profiles import Profile
+from .translate import AcpTranslator
+from .worker import AcpWorker, open_worker
+
+__all__ = ["AcpDriver"]
+
+
+class AcpDriver:
+    """Drives one ACP agent (``profile``) over JSON-RPC on stdio."""
+
+    features: Features = FEATURES
+
+    def __init__(self, profile: Profile, *, binary: str | None = None,
+                 detector: AcpDetector | None = None, client_name: str = "corral",
+                 clock: Callable[[], float] = time.time) -> None:
+        self.name = profile.name
+        self.profile = profile
+        self._binary = binary
+        self.detector = detector if detector is not None else AcpDetector(profile, binary=binary)
+        self._client_name = client_name
+        self._client_version = _version()
+        self._clock = clock
+        self._launched: dict[str, float] = {}
+        self._opened: dict[str, float] = {}
+
+    def launch(self, request: HarnessRequest) -> Launch:
+        """The argv/env/cwd for ``request`` (reads the wall clock for the minute quirk)."""
+        now = self._clock()
+        wait = 0.0
+        if request.resume and "load_next_minute" in self.profile.quirks:
+            wait = minute_wait(now, self._opened.get(request.session_id),
+                               self._launched.get(request.session_id))
+        self._launched[request.session_id] = now + wait
+        binary = self._binary or self.detector.binary
+        return build_launch(request, self.profile, default_binary=binary, wait=wait)
+
+    def translator(self, request: HarnessRequest) -> AcpTranslator:
+        """A fresh translator for one child process."""
+        def opened(vendor_id: str, models: list[str]) -> None:
+            self._opened[request.session_id] = self._clock()
+            if models:
+                self.detector.models = models
+
+        return AcpTranslator(request, self.profile, client_name=self._client_name,
+                             client_version=self._client_version, on_open=opened)
+
+    def worker(self, request: HarnessRequest) -> AbstractAsyncContextManager[AcpWorker]:
+        """The client-side worker for one child (files and terminals in ``request.cwd``)."""
+        return open_worker(request.cwd, {**os.environ, **self.profile.env, **request.env})
+
+    async def detect(self) -> Detection:
+        """Binary, version and floor (cached; runs ``--version`` when stale)."""
+        return await self.detector.detect()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("corral")
+    except metadata.PackageNotFoundError:
+        return "0"

@@ -1,0 +1,88 @@
+"""``OpenCodeDriver``: the OpenCode harness as the session sees it (``actors.harness.Driver``).
+
+Unlike the other drivers its children are not processes: ``spawn`` (the session's spawn hook,
+``actors.harness``) attaches the session to the shared server of its launch's fingerprint
+(``servers.OpenCodeServers``) and yields a ``transport.ServerChild``. ``launch`` builds the
+launch of that *server*; ``translator`` speaks HTTP and SSE over the virtual wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+import trio
+
+from actors.harness import HarnessRequest, Launch
+from protocol.models import Detection, Features
+
+from .detect import FEATURES, HARNESS, OpenCodeDetector
+from .http import HttpError
+from .launch import DEFAULT_BINARY, build_launch
+from .servers import OpenCodeServers
+from .translate import OpenCodeTranslator
+from .transport import ServerChild, open_server_child
+
+__all__ = ["OpenCodeDriver", "provider_models"]
+
+_PROVIDERS_TIMEOUT = 10.0
+
+
+class OpenCodeDriver:
+    """Drives sessions on shared ``opencode serve`` processes over HTTP and SSE."""
+
+    name: str = HARNESS
+    features: Features = FEATURES
+
+    def __init__(self, servers: OpenCodeServers, *, binary: str | None = None,
+                 detector: OpenCodeDetector | None = None) -> None:
+        self.servers = servers
+        self._binary = binary
+        self._detector = detector if detector is not None else OpenCodeDetector(binary=binary)
+
+    def launch(self, request: HarnessRequest) -> Launch:
+        """The launch of the server ``request`` needs (its fingerprint picks the server)."""
+        binary = self._binary or self._detector.binary or DEFAULT_BINARY
+        return build_launch(request, default_binary=binary)
+
+    def translator(self, request: HarnessRequest) -> OpenCodeTranslator:
+        """A fresh translator for one attachment (refuses bad options)."""
+        build_launch(request)
+        return OpenCodeTranslator(request)
+
+    @asynccontextmanager
+    async def spawn(self, launch: Launch, spec: Any, ledger: Any) -> AsyncIterator[ServerChild]:
+        """The session's child: an attachment to the shared server for ``launch``. The first
+        attachment also reads the server's providers into ``features.models``."""
+        async with open_server_child(self.servers, launch) as child:
+            if not self._detector.models:
+                self._detector.models = await provider_models(child)
+            yield child
+
+    async def detect(self) -> Detection:
+        return await self._detector.detect()
+
+
+class _Provider(msgspec.Struct, frozen=True):
+    id: str
+    models: dict[str, Any] = {}
+
+
+class _Providers(msgspec.Struct, frozen=True):
+    providers: list[_Provider] = []
+
+
+async def provider_models(child: ServerChild) -> list[str]:
+    """``provider/model`` of every model the server offers (``GET /config/providers``); ``[]``
+    when it does not answer in time or answers something else."""
+    with trio.move_on_after(_PROVIDERS_TIMEOUT):
+        try:
+            status, body = await child.client.request("GET", "/config/providers")
+            if status == 200:
+                found = msgspec.json.decode(body, type=_Providers)
+                return [f"{p.id}/{m}" for p in found.providers for m in p.models]
+        except (HttpError, msgspec.DecodeError):
+            pass
+    return []

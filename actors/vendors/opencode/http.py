@@ -1,0 +1,180 @@
+"""A small HTTP/1.1 client on trio and h11, for one local ``opencode serve``: requests and SSE.
+
+Why not httpx: the server is on loopback, every body is small JSON, and the one long response
+is the event stream; h11 (sans-IO, already a dependency of the test fakes) on a trio socket is a
+hundred lines with no connection-pool or anyio layer between a cancel scope and the socket.
+
+``HttpClient.request`` sends one request on an idle keep-alive connection (a new one if none is
+idle) and returns ``(status, body)``; a connection that did not finish its exchange cleanly is
+dropped. ``HttpClient.events`` opens a dedicated connection for a ``text/event-stream`` GET and
+yields each event's data (``SseParser`` joins its ``data:`` lines). Every failure of the server
+or the socket is ``HttpError`` (``__cause__`` keeps the original); timeouts are the caller's
+cancel scopes. Basic auth is sent when a password is given (``OPENCODE_SERVER_PASSWORD``).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+
+import h11
+import trio
+
+from protocol.errors import ProtocolError
+
+__all__ = ["HttpClient", "HttpError", "SseParser"]
+
+_READ = 1 << 16
+
+
+class HttpError(ProtocolError):
+    """The server could not be reached, broke the connection or sent malformed HTTP."""
+
+
+class SseParser:
+    """Sans-IO: bytes of an event stream in, the data of each complete event out."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._data: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Every event completed by ``chunk``, as its joined ``data`` (comments and ids dropped)."""
+        self._buffer += chunk
+        out: list[bytes] = []
+        while True:
+            cut = self._buffer.find(b"\n")
+            if cut < 0:
+                return out
+            line, self._buffer = self._buffer[:cut].rstrip(b"\r"), self._buffer[cut + 1:]
+            if not line:
+                if self._data:
+                    out.append(b"\n".join(self._data))
+                    self._data = []
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                self._data.append(value[1:] if value.startswith(b" ") else value)
+
+
+class HttpClient:
+    """Requests to one ``host:port``; keeps idle connections for reuse."""
+
+    def __init__(self, host: str, port: int, *, password: str | None = None,
+                 user: str = "opencode") -> None:
+        self.host = host
+        self.port = port
+        self._idle: list[_Connection] = []
+        self._headers = [("host", f"{host}:{port}"), ("accept", "application/json")]
+        if password:
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            self._headers.append(("authorization", f"Basic {token}"))
+
+    async def request(self, method: str, target: str, body: bytes | None = None) -> tuple[int, bytes]:
+        """One exchange; ``(status, body)``. Cancellable (the connection is then dropped)."""
+        conn = self._idle.pop() if self._idle else await self._connect()
+        try:
+            status, data = await conn.exchange(self._request(method, target, body), body)
+        except BaseException:
+            await conn.aclose()
+            raise
+        if conn.reusable():
+            self._idle.append(conn)
+        else:
+            await conn.aclose()
+        return status, data
+
+    async def events(self, target: str) -> AsyncIterator[bytes]:
+        """The data of each event of the stream at ``target``, until the server ends it."""
+        conn = await self._connect()
+        try:
+            request = self._request("GET", target, None, accept="text/event-stream")
+            status = await conn.open(request)
+            if status != 200:
+                raise HttpError(f"GET {target} answered {status}")
+            parser = SseParser()
+            async for chunk in conn.body():
+                for data in parser.feed(chunk):
+                    yield data
+        finally:
+            await conn.aclose()
+
+    async def aclose(self) -> None:
+        """Close every idle connection."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.aclose()
+
+    def _request(self, method: str, target: str, body: bytes | None,
+                 accept: str | None = None) -> h11.Request:
+        headers = list(self._headers)
+        if accept:
+            headers = [(k, accept if k == "accept" else v) for k, v in headers]
+        if body is not None:
+            headers += [("content-type", "application/json"), ("content-length", str(len(body)))]
+        elif method in ("POST", "PUT", "PATCH"):
+            headers.append(("content-length", "0"))
+        return h11.Request(method=method, target=target, headers=headers)
+
+    async def _connect(self) -> _Connection:
+        try:
+            stream = await trio.open_tcp_stream(self.host, self.port)
+        except OSError as exc:
+            raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        return _Connection(stream)
+
+
+class _Connection:
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self._stream = stream
+        self._h11 = h11.Connection(h11.CLIENT)
+
+    def reusable(self) -> bool:
+        if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
+            self._h11.start_next_cycle()
+            return True
+        return False
+
+    async def exchange(self, request: h11.Request, body: bytes | None) -> tuple[int, bytes]:
+        status = await self.open(request, body)
+        data = b"".join([chunk async for chunk in self.body()])
+        return status, data
+
+    async def open(self, request: h11.Request, body: bytes | None = None) -> int:
+        """Send the request; return the response status once its head arrives."""
+        try:
+            out = self._h11.send(request)
+            if body:
+                out = (out or b"") + (self._h11.send(h11.Data(data=body)) or b"")
+            out = (out or b"") + (self._h11.send(h11.EndOfMessage()) or b"")
+            await self._stream.send_all(out)
+            while True:
+                event = await self._next()
+                if isinstance(event, h11.Response):
+                    return event.status_code
+        except (h11.ProtocolError, trio.BrokenResourceError, OSError) as exc:
+            raise HttpError(f"HTTP exchange failed: {exc}") from exc
+
+    async def body(self) -> AsyncIterator[bytes]:
+        """The response body's chunks as they arrive."""
+        try:
+            while True:
+                event = await self._next()
+                if isinstance(event, h11.Data):
+                    yield bytes(event.data)
+                elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                    return
+        except (h11.ProtocolError, trio.BrokenResourceError, OSError) as exc:
+            raise HttpError(f"HTTP response broke off: {exc}") from exc
+
+    async def _next(self) -> object:
+        while True:
+            event = self._h11.next_event()
+            if event is not h11.NEED_DATA:
+                if isinstance(event, h11.ConnectionClosed) and self._h11.their_state is not h11.DONE:
+                    raise h11.RemoteProtocolError("the server closed the connection")
+                return event
+            self._h11.receive_data(await self._stream.receive_some(_READ))
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True):
+            await self._stream.aclose()

@@ -1,0 +1,123 @@
+"""The shared endpoint, driven by the ``mcp`` SDK's own client over real HTTP on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+import trio
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from actors.mcp.config import McpConfig
+from actors.mcp.endpoint import McpEndpoint
+from actors.mcp.inject import harness_servers
+from actors.mcp.registry import McpRegistry
+from protocol.models import McpServer
+from supervisor.server.gate import PATH, Gate
+
+from tests.actors.mcp.support import deps, fake_table, marks, running_registry
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _gate(port: int, host: str, headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    return Gate(port).refusal(PATH, host, headers, unix=False)
+
+
+@asynccontextmanager
+async def serving(registry: McpRegistry) -> AsyncIterator[McpEndpoint]:
+    endpoint = McpEndpoint(registry, _gate)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(endpoint.run)
+        yield endpoint
+        nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def client_for(entry: McpServer, mode: str = "auto") -> AsyncIterator[Client]:
+    async with httpx2.AsyncClient(headers=entry.headers) as http:
+        async with Client(streamable_http_client(entry.url or "", http_client=http), mode=mode) as client:
+            yield client
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_vendor_style_client_lists_and_calls_through_the_endpoint(tmp_path: Path, mode: str) -> None:
+    async with running_registry(McpConfig(servers={"fake": fake_table(tmp_path)})) as registry, \
+            serving(registry):
+        [entry] = await harness_servers(registry, "s1", [], {})
+        async with client_for(entry, mode) as client:
+            assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"echo", "pid", "hang"} <= names  # bare names: the CLI adds mcp__fake__
+            result = await client.call_tool("echo", {"text": "through"})
+            assert not result.is_error and result.content[0].text == "through"  # type: ignore[union-attr]
+            missing = await client.call_tool("nope", {})
+            assert missing.is_error and "[mcp.unknown_tool]" in missing.content[0].text  # type: ignore[union-attr]
+
+
+async def test_two_sessions_reach_the_same_server_process(tmp_path: Path) -> None:
+    async with running_registry(McpConfig(servers={"fake": fake_table(tmp_path)})) as registry, \
+            serving(registry):
+        [one] = await harness_servers(registry, "s1", [], {})
+        [two] = await harness_servers(registry, "s2", [], {})
+        assert one.headers != two.headers  # a token per session
+        pids = []
+        for entry in (one, two):
+            async with client_for(entry) as client:
+                pids.append((await client.call_tool("pid", {})).content[0].text)  # type: ignore[union-attr]
+        assert pids[0] == pids[1] and len(marks(tmp_path, "start-")) == 1
+
+
+async def test_a_failed_server_is_an_error_result_and_its_tools_stay_listed(tmp_path: Path) -> None:
+    config = McpConfig(servers={"fake": fake_table(tmp_path)})
+    async with running_registry(config, deps(policy=_no_restarts())) as registry, serving(registry):
+        [entry] = await harness_servers(registry, "s1", [], {})
+        async with client_for(entry) as client:
+            crashed = await client.call_tool("crash", {})
+            assert crashed.is_error and "[mcp.server_crashed]" in crashed.content[0].text  # type: ignore[union-attr]
+            with trio.fail_after(1):
+                failed = await client.call_tool("echo", {"text": "x"})
+            assert failed.is_error and "[mcp.server_failed]" in failed.content[0].text  # type: ignore[union-attr]
+            assert "echo" in {tool.name for tool in (await client.list_tools()).tools}
+
+
+def _no_restarts() -> object:
+    from supervisor.tree import RestartPolicy
+    return RestartPolicy(intensity=0, period=60.0)
+
+
+@pytest.mark.parametrize("token, extra, path, status", [
+    (None, {}, "/mcp/fake", 401),
+    ("wrong", {}, "/mcp/fake", 401),
+    ("session", {}, "/mcp/other", 404),
+    ("session", {}, "/elsewhere", 404),
+    ("session", {"Host": "evil.example:80"}, "/mcp/fake", 403),
+    ("session", {"Origin": "http://evil.example"}, "/mcp/fake", 403),
+])
+async def test_requests_are_gated(tmp_path: Path, token: str | None, extra: dict[str, str], path: str,
+                                  status: int) -> None:
+    async with running_registry(McpConfig(servers={"fake": fake_table(tmp_path)})) as registry, \
+            serving(registry) as endpoint:
+        [entry] = await harness_servers(registry, "s1", [], {})
+        headers = dict(extra)
+        if token is not None:
+            headers["Authorization"] = entry.headers["Authorization"] if token == "session" else f"Bearer {token}"
+        base = (endpoint.url or "").removesuffix("/mcp")
+        async with httpx2.AsyncClient() as http:
+            response = await http.post(base + path, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                       headers=headers)
+        assert response.status_code == status
+
+
+async def test_an_unbound_session_loses_access(tmp_path: Path) -> None:
+    async with running_registry(McpConfig(servers={"fake": fake_table(tmp_path)})) as registry, \
+            serving(registry):
+        [entry] = await harness_servers(registry, "s1", [], {})
+        registry.unbind("s1")
+        async with httpx2.AsyncClient() as http:
+            response = await http.post(entry.url or "", json={}, headers=entry.headers)
+        assert response.status_code == 401

@@ -1,0 +1,78 @@
+"""ACP detection: absent binaries, version floors, versions read from npm's package.json, the
+TTL cache and the models a live session offered."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import msgspec
+import trio
+import trio.testing
+
+from actors.vendors.acp import PROFILES, AcpDetector, AcpDriver
+from actors.vendors.acp.detect import package_version, parse_version
+
+
+def script(path: Path, body: str) -> Path:
+    path.write_text(f"#!{sys.executable}\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+async def test_an_absent_binary_is_unavailable(tmp_path: Path) -> None:
+    detector = AcpDetector(PROFILES["grok"], env={"PATH": str(tmp_path)})
+    detection = await detector.detect()
+    assert (detection.harness, detection.available, detection.reason) == (
+        "grok", False, "grok not found")
+
+
+async def test_a_version_below_the_floor_is_unavailable_with_the_reason(tmp_path: Path) -> None:
+    old = script(tmp_path / "gemini", "print('0.50.2')")
+    detection = await AcpDetector(PROFILES["gemini"], binary=str(old)).detect()
+    assert (detection.available, detection.version) == (False, "0.50.2")
+    assert detection.reason == "gemini 0.50.2 is older than 0.61.0"
+    new = script(tmp_path / "copilot", "print('GitHub Copilot CLI 1.0.102.')")
+    detection = await AcpDetector(PROFILES["copilot"], binary=str(new)).detect()
+    assert (detection.available, detection.version, detection.path) == (
+        True, "GitHub Copilot CLI 1.0.102.", str(new))
+
+
+async def test_claude_acp_takes_its_version_from_the_package(tmp_path: Path) -> None:
+    package = tmp_path / "lib" / "node_modules" / "@zed-industries" / "claude-code-acp"
+    (package / "dist").mkdir(parents=True)
+    (package / "package.json").write_text(json.dumps(
+        {"name": "@zed-industries/claude-code-acp", "version": "0.16.2"}))
+    entry = script(package / "dist" / "index.js", "")  # prints nothing for --version
+    link = tmp_path / "claude-code-acp"
+    link.symlink_to(entry)
+    assert package_version(str(link), "@zed-industries/claude-code-acp") == "0.16.2"
+    assert package_version(str(link), "other") is None
+    env = {"PATH": f"{tmp_path}{os.pathsep}/usr/bin"}
+    detection = await AcpDetector(PROFILES["claude-acp"], env=env).detect()
+    assert (detection.available, detection.version, detection.path) == (True, "0.16.2", str(link))
+
+
+async def test_detection_is_cached_and_lists_the_models_a_session_offered(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    counter = tmp_path / "count"
+    binary = script(tmp_path / "copilot", f"open({str(counter)!r}, 'a').write('x')\n"
+                                          "print('1.0.102')")
+    driver = AcpDriver(PROFILES["copilot"], binary=str(binary))
+    first = await driver.detect()
+    mock_clock.jump(100)
+    assert await driver.detect() == first and counter.read_text() == "x"
+    driver.detector.models = ["gpt-4.1", "gpt-5"]
+    assert (await driver.detect()).features == msgspec.structs.replace(
+        first.features, models=["gpt-4.1", "gpt-5"])
+    mock_clock.jump(300)
+    await driver.detect()
+    assert counter.read_text() == "xx"
+
+
+def test_parse_version() -> None:
+    assert parse_version("GitHub Copilot CLI 1.0.102.") == (1, 0, 102)
+    assert parse_version("0.61.0") == (0, 61, 0)
+    assert parse_version("nightly") is None

@@ -1,0 +1,100 @@
+"""The ACP worker: real files (confined to the cwd) and real terminals (own process group,
+bounded output, killed with the worker)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import psutil
+import trio
+
+from actors.vendors.acp import jobs, open_worker
+from actors.vendors.acp.worker import MAX_OUTPUT
+
+TIMEOUT = 30
+
+
+async def test_files_are_read_and_written_inside_the_cwd_only(tmp_path: Path) -> None:
+    root = tmp_path / "work"
+    root.mkdir()
+    (tmp_path / "secret").write_text("no")
+    (root / "link").symlink_to(tmp_path / "secret")
+    with trio.fail_after(TIMEOUT):
+        async with open_worker(str(root), {}) as worker:
+            path = str(root / "sub" / "a.txt")
+            assert await worker.run(jobs.WriteFile(path=path, content="1\n2\n3\n")) == jobs.Done()
+            assert await worker.run(jobs.ReadFile(path=path)) == jobs.Done({"content": "1\n2\n3\n"})
+            assert await worker.run(jobs.ReadFile(path=path, line=2, limit=1)) == jobs.Done(
+                {"content": "2\n"})
+            missing = str(root / "missing")
+            assert await worker.run(jobs.ReadFile(path=missing)) == jobs.Failed(
+                jobs.NOT_FOUND, f"{missing} does not exist")
+            assert await worker.run(jobs.ReadFile(path=missing, missing_empty=True)) == jobs.Done(
+                {"content": ""})
+            for outside in (str(tmp_path / "secret"), str(root / "link"), "relative.txt"):
+                read = await worker.run(jobs.ReadFile(path=outside))
+                wrote = await worker.run(jobs.WriteFile(path=outside, content="x"))
+                assert isinstance(read, jobs.Failed) and isinstance(wrote, jobs.Failed)
+    assert (tmp_path / "secret").read_text() == "no"
+
+
+async def test_a_terminal_runs_in_its_own_group_and_its_output_is_bounded(tmp_path: Path) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_worker(str(tmp_path), {"GREETING": "hi"}) as worker:
+            opened = await worker.run(jobs.OpenTerminal(
+                command="echo $GREETING $EXTRA; echo oops >&2; exit 3", cwd=str(tmp_path),
+                env={"EXTRA": "there"}, limit=1000))
+            assert isinstance(opened, jobs.Done)
+            tid = opened.result["terminalId"]
+            assert await worker.run(jobs.WaitTerminal(terminal_id=tid)) == jobs.Done(
+                {"exitCode": 3, "signal": None})
+            output = await worker.run(jobs.TerminalOutput(terminal_id=tid))
+            assert output == jobs.Done({"output": "hi there\noops\n", "truncated": False,
+                                        "exitStatus": {"exitCode": 3, "signal": None}})
+            big = await worker.run(jobs.OpenTerminal(
+                command=sys.executable, args=["-c", "print('é' * 5000, end='')"],
+                cwd=str(tmp_path), limit=101))
+            assert isinstance(big, jobs.Done)
+            await worker.run(jobs.WaitTerminal(terminal_id=big.result["terminalId"]))
+            tail = await worker.run(jobs.TerminalOutput(terminal_id=big.result["terminalId"]))
+            assert isinstance(tail, jobs.Done) and tail.result["truncated"]
+            assert set(tail.result["output"]) == {"é"} and len(tail.result["output"]) == 50
+            assert await worker.run(jobs.TerminalOutput(terminal_id="nope")) == jobs.Failed(
+                jobs.NOT_FOUND, "no terminal 'nope'")
+            refused = await worker.run(jobs.OpenTerminal(command="ls", cwd="/", limit=10))
+            assert isinstance(refused, jobs.Failed)
+    assert MAX_OUTPUT >= 1000
+
+
+async def test_kill_release_and_the_end_of_the_worker_kill_the_whole_group(tmp_path: Path) -> None:
+    fifo = tmp_path / "pids"
+    os.mkfifo(fifo)
+    # A shell that leaves a grandchild behind and names both: the group kill must take both.
+    command = f'sleep 300 & echo "$! $$" > {fifo}; wait'
+
+    async def family_of_terminal() -> list[int]:
+        text = await trio.to_thread.run_sync(fifo.read_text)  # blocks until the shell wrote
+        return [int(p) for p in text.split()]
+
+    with trio.fail_after(TIMEOUT):
+        async with open_worker(str(tmp_path), {}) as worker:
+            first = await worker.run(jobs.OpenTerminal(command=command, cwd=str(tmp_path),
+                                                       limit=100))
+            assert isinstance(first, jobs.Done)
+            tid = first.result["terminalId"]
+            family = await family_of_terminal()
+            assert len({os.getpgid(p) for p in family}) == 1
+            assert os.getpgid(family[0]) != os.getpgid(0)
+            assert await worker.run(jobs.CloseTerminal(terminal_id=tid)) == jobs.Done()
+            gone, alive = psutil.wait_procs([psutil.Process(p) for p in family
+                                             if psutil.pid_exists(p)], timeout=10)
+            assert alive == []
+            waited = await worker.run(jobs.WaitTerminal(terminal_id=tid))
+            assert isinstance(waited, jobs.Done) and waited.result["signal"] == "SIGKILL"
+            await worker.run(jobs.OpenTerminal(command=command, cwd=str(tmp_path), limit=100))
+            left = await family_of_terminal()
+    gone, alive = psutil.wait_procs([psutil.Process(p) for p in left if psutil.pid_exists(p)],
+                                    timeout=10)
+    assert alive == []

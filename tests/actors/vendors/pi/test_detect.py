@@ -1,0 +1,71 @@
+"""pi detection against scripted stand-ins for the binary (``sys.executable`` scripts)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from actors.vendors.pi import MIN_VERSION, PiDetector
+from actors.vendors.pi.detect import login_state, probe
+
+FAKE_PI = """#!{python}
+import json, sys
+if sys.argv[1:] == ["--version"]:
+    print({version!r})
+    sys.exit(0)
+assert sys.argv[1:3] == ["--mode", "rpc"] and "--no-session" in sys.argv, sys.argv
+for line in sys.stdin:
+    ask = json.loads(line)
+    if ask["type"] == "get_available_models":
+        models = [{{"id": "m1", "provider": "p"}}, {{"id": "m2", "provider": "q", "name": "x"}}]
+        print(json.dumps({{"type": "agent_start"}}))
+        print(json.dumps({{"id": ask["id"], "type": "response", "command": ask["type"],
+                          "success": True, "data": {{"models": models}}}}), flush=True)
+"""
+
+
+def fake_pi(tmp: Path, version: str = "0.73.1") -> str:
+    path = tmp / "pi"
+    path.write_text(FAKE_PI.format(python=sys.executable, version=version))
+    path.chmod(0o755)
+    return str(path)
+
+
+async def test_version_and_models_come_from_pi(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    detection = await probe(fake_pi(tmp_path), env)
+    assert (detection.available, detection.version, detection.min_version) == (True, "0.73.1", MIN_VERSION)
+    assert detection.features.models == ["p/m1", "q/m2"]
+    assert detection.features.steer and detection.features.mcp is None
+    assert detection.login == "logged_out"
+
+
+async def test_an_old_or_missing_pi_is_unavailable_with_a_reason(tmp_path: Path) -> None:
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    old = await probe(fake_pi(tmp_path, "0.58.3"), env)
+    assert (old.available, old.version) == (False, "0.58.3") and "older" in (old.reason or "")
+    missing = await probe(None, {"PATH": str(tmp_path / "nowhere"), "HOME": str(tmp_path)})
+    assert (missing.available, missing.reason) == (False, "pi not found")
+
+
+async def test_detection_is_cached_until_invalidated(tmp_path: Path) -> None:
+    binary = fake_pi(tmp_path)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    detector = PiDetector(binary=binary, env=env, ttl=3600)
+    first = await detector.detect()
+    Path(binary).unlink()
+    assert await detector.detect() is first
+    assert detector.binary == binary
+    detector.invalidate()
+    assert (await detector.detect()).available is False
+    assert (await PiDetector(binary=binary, env=env, ttl=0).detect()).available is False
+
+
+def test_login_state_reads_keys_and_stored_config_never_values(tmp_path: Path) -> None:
+    assert login_state({"HOME": str(tmp_path)}) == "logged_out"
+    assert login_state({"HOME": str(tmp_path), "ANTHROPIC_API_KEY": "k"}) == "logged_in"
+    home = tmp_path / "agent"
+    home.mkdir()
+    (home / "models.json").write_text("{}")
+    assert login_state({"HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(home)}) == "logged_in"

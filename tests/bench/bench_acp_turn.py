@@ -1,0 +1,153 @@
+"""What corral adds to an ACP agent's turn: the same scripted turns driven directly and through a
+daemon, for Gemini CLI, Copilot CLI or claude-code-acp.
+
+Run: ``.ci/vendor-netns python3 -m tests.bench.bench_acp_turn AGENT [--turns N] [--warmup W]``.
+Not collected by pytest. Needs the agent (``tests.fakes.acp_offline``); all on 127.0.0.1.
+
+Two children of the agent run against one fake model server (``tests.fakes.model_server``, in
+this process, scripted up front in the order the turns ask):
+
+* **direct**: the agent spawned from our launch builder and driven by the translator in this
+  process (``LiveAcp``, as in the driver's live tests): the floor any ACP client pays;
+* **corral**: a ``corral daemon`` process running a session of the agent, driven by a raw
+  protocol client over the websocket (``session.prompt``, then events until ``result``).
+
+Turns are timed from the prompt to its ``result``: a **text** turn (one streamed answer) and a
+**tool** turn (a shell command the agent runs itself, then an answer), alternating between the
+paths; the first ``--warmup`` turns of each shape are not counted. Printed per shape: medians,
+p90s, their differences and the median of the paired differences (``tests.bench.turns``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from actors.harness import HarnessRequest
+from protocol.events import Result
+from protocol.models import Permissions
+from tests.actors.vendors.acp.live import LiveAcp
+from tests.bench.turns import report
+from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
+from tests.fakes.acp_offline import MODELS, aside, binary, install_hint, offline
+from tests.fakes.model_script import Turn as Step
+from tests.fakes.model_script import call, say
+from tests.fakes.model_server import FakeModels
+
+Turn = Callable[[str], Awaitable[None]]
+
+
+def shapes(agent: str) -> dict[str, Callable[[int], list[Step]]]:
+    def shell(n: int) -> Step:
+        command = f"echo {n} > out-{n}.txt"
+        if agent == "gemini":
+            return call("run_shell_command", command=command)
+        if agent == "copilot":
+            return call("bash", command=command, description="write")
+        return call("Bash", command=command, description="write")
+    return {"text": lambda n: [say(f"Answer number {n}, streamed in a few small chunks.")],
+            "tool": lambda n: [shell(n), say("Wrote it.")]}
+
+
+async def direct_turn(live: LiveAcp) -> Turn:
+    async def turn(text: str) -> None:
+        start = len(live.events)
+        await live.call("prompt", text)
+        result = await live.wait_for(lambda e: isinstance(e, Result), start)
+        if not isinstance(result, Result) or result.is_error:
+            raise RuntimeError(f"direct turn failed: {result}")
+    return turn
+
+
+async def corral_turn(client: RawClient, sid: str) -> Turn:
+    async def turn(text: str) -> None:
+        await client.ok("session.prompt", session_id=sid, text=text)
+        frames = await client.events_until(
+            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
+        if frames[-1]["event"]["is_error"]:
+            raise RuntimeError(f"corral turn failed: {frames[-1]}")
+    return turn
+
+
+async def measure(turns: dict[str, Turn], shape: str, count: int,
+                  warmup: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in turns}
+    for n in range(warmup + count):
+        for name, turn in turns.items():
+            started = time.perf_counter()
+            await turn(f"{shape} turn {n}")
+            if n >= warmup:
+                times[name].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+async def main(agent: str, count: int, warmup: int) -> None:
+    path = binary(agent)
+    if path is None:
+        raise SystemExit(f"{agent} is not installed ({install_hint(agent)})")
+    table = shapes(agent)
+    steps = [step for shape in table for n in range(warmup + count) for _ in range(2)
+             for step in table[shape](n)]
+    server = FakeModels(steps, aside=aside(agent))
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(server.serve)
+            live = LiveAcp(agent, _request(agent, tmp / "direct", port, path),
+                           stderr_path=tmp / "direct-stderr.txt")
+            await nursery.start(live.run)
+            await live.wait_until(lambda: live.translator.ready)
+            daemon = await start_daemon(tmp / "corral" / "state")
+            try:
+                async with raw_client(daemon) as client:
+                    sid = await _create(client, agent, tmp / "corral", port, path)
+                    turns = {"direct": await direct_turn(live),
+                             "corral": await corral_turn(client, sid)}
+                    print(f"{agent} {path}; {count} counted turns per shape after {warmup} warm-up")
+                    for shape in table:
+                        report(shape, await measure(turns, shape, count, warmup))
+                    await client.ok("session.close", session_id=sid)
+            finally:
+                await stop_daemon(daemon)
+                await live.close()
+            nursery.cancel_scope.cancel()
+    if len(server.model_requests()) != len(steps):
+        raise RuntimeError(f"{len(server.model_requests())} model calls, {len(steps)} scripted")
+
+
+def _request(agent: str, root: Path, port: int, path: str) -> HarnessRequest:
+    for name in ("work", "run"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+    env, options = offline(agent, port, root / "home")
+    return HarnessRequest(session_id="s-bench", cwd=str(root / "work"), model=MODELS[agent],
+                          env=env, options={**options, "binary": path},
+                          work_dir=str(root / "run"), permissions=Permissions(mode="auto"))
+
+
+async def _create(client: RawClient, agent: str, root: Path, port: int, path: str) -> str:
+    request = _request(agent, root, port, path)
+    params: dict[str, Any] = {"harness": agent, "cwd": request.cwd, "env": request.env,
+                              "options": request.options, "permissions": {"mode": "auto"}}
+    if request.model:
+        params["model"] = request.model
+    sid = str((await client.ok("session.create", **params))["session"]["id"])
+    await client.ok("session.subscribe", session_id=sid)
+    await client.events_until(sid, lambda f: f.get("type") == "event"
+                              and f["event"]["type"] == "status"
+                              and f["event"]["state"] == "idle", 120)
+    return sid
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("agent", choices=["gemini", "copilot", "claude-acp"])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args()
+    trio.run(main, args.agent, args.turns, args.warmup)
