@@ -92,11 +92,7 @@ DAEMON_MODULE = "actors.app"
 
 
 class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The whole configuration; ``Config()`` is the default that runs with no file at all.
-
-    ``providers`` holds the ``[providers.NAME]`` tables of the native harness as read; the
-    native driver decodes them (``actors.native.config``) and words its own warnings.
-    """
+    """The whole configuration; ``Config()`` is the default that runs with no file at all."""
 
     # config/corral.toml spells it out and config/schema.json is its JSON Schema (a test keeps
     # both in sync); supervisor.config.load_config(Config, path) reads a file. The docstrings

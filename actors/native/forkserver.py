@@ -8,12 +8,13 @@ socket, or ``@NAME`` for an abstract one; the wire is ``protocol.forkserver``.
 
 Theory of operation.
 
-* Start: remember the signal dispositions Python started with, import ``PRELOAD``, run the
-  warm-up turns (their event loop is closed after them), check that the process is still
-  single-threaded (forking a threaded process copies locks held by threads
-  that do not exist in the child), ``gc.collect(); gc.freeze()`` (the collector then never
-  touches, so never copies, the template's objects in a worker), bind the socket (a path gets
-  mode 0600, and lives in the daemon's 0700 state directory), print the ready line.
+* Start: remember the signal dispositions Python started with, bind the socket (a bad address
+  fails before seconds of imports; a path gets mode 0600, and lives in the daemon's 0700 state
+  directory), import ``PRELOAD``, run the warm-up turns (their event loop is closed after
+  them), check that the process is still single-threaded (forking a threaded process copies
+  locks held by threads that do not exist in the child), ``gc.collect(); gc.freeze()`` (the
+  collector then never touches, so never copies, the template's objects in a worker), listen,
+  print the ready line.
 * Serve, synchronously, one connection at a time, until stdin ends (the daemon's goodbye) or a
   signal ends the process. A peer of another uid is refused (``SO_PEERCRED``; that is the only
   guard of an abstract socket).
@@ -102,23 +103,24 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m actors.native.forkserver ADDRESS", file=sys.stderr)
         return 2
     startup = _dispositions()
-    for name in PRELOAD:
-        importlib.import_module(name)
-    from actors.native.warmup import warm_up
-
-    warmed = warm_up()
-    threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
-    if threading.active_count() != 1 or threads != 1:
-        print(f"fork server: the imports started threads ({threads}); forking is unsafe",
-              file=sys.stderr)
-        return 3
-    gc.collect()
-    gc.freeze()
-    listener, bound = _listen(args[0])
-    sys.stdout.buffer.write(encode_line(ForkServerReady(pid=os.getpid(), address=args[0],
-                                                        warmed=warmed)))
-    sys.stdout.flush()
+    listener, bound = _bind(args[0])  # first: a bad address fails before seconds of imports
     try:
+        for name in PRELOAD:
+            importlib.import_module(name)
+        from actors.native.warmup import warm_up
+
+        warmed = warm_up()
+        threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+        if threading.active_count() != 1 or threads != 1:
+            print(f"fork server: the imports started threads ({threads}); forking is unsafe",
+                  file=sys.stderr)
+            return 3
+        gc.collect()
+        gc.freeze()
+        listener.listen(64)
+        sys.stdout.buffer.write(encode_line(ForkServerReady(pid=os.getpid(), address=args[0],
+                                                            warmed=warmed)))
+        sys.stdout.flush()
         _serve(listener, startup)
     finally:
         listener.close()
@@ -126,12 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _listen(address: str) -> tuple[socket.socket, int | None]:
-    """Bind and listen; the inode of a path socket (to unlink only our own at exit)."""
+def _bind(address: str) -> tuple[socket.socket, int | None]:
+    """Bind (not listen yet); the inode of a path socket (to unlink only our own at exit)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if address.startswith("@"):
         listener.bind("\0" + address[1:])
-        listener.listen(64)
         return listener, None
     try:
         os.unlink(address)  # left by a fork server that died
@@ -143,7 +144,6 @@ def _listen(address: str) -> tuple[socket.socket, int | None]:
     finally:
         os.umask(mask)
     os.chmod(address, 0o600)
-    listener.listen(64)
     return listener, os.stat(address).st_ino
 
 
