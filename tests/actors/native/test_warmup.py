@@ -13,4 +13,5 @@ def test_every_provider_warms_up_and_nothing_is_left_running() -> None:
     fds = set(os.listdir("/proc/self/fd"))
     assert warm_up() == list(KINDS)
     assert threading.active_count() == threads  # the template may still fork safely
-    assert set(os.listdir("/proc/self/fd")) == fds  # no connection, server or loop left open
+    # no connection, server or event loop left open (an earlier test's garbage may close some)
+    assert set(os.listdir("/proc/self/fd")) - fds == set()
