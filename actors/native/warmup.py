@@ -29,7 +29,7 @@ from typing import Any
 
 from protocol.events import Error, Event, Init, Result
 from protocol.models import Permissions
-from protocol.native import ProviderKind, ProviderSettings, Prompt, Shutdown, Start
+from protocol.native import Prompt, ProviderKind, ProviderSettings, Start
 
 __all__ = ["KINDS", "warm_up"]
 
