@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,3 +40,13 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def describe(pid: int) -> str:
+    """What ``pid`` is now (status, parent, command line), for a failure message."""
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            return f"{proc.status()} ppid={proc.ppid()} pgid={os.getpgid(pid)} cmd={proc.cmdline()}"
+    except (psutil.Error, OSError) as exc:
+        return f"({type(exc).__name__})"

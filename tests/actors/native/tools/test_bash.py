@@ -9,7 +9,7 @@ import pytest
 
 from actors.native.tools import BashParams, ToolErrorCode, Workspace, bash
 
-from .support import call, gone, small, wait_until
+from .support import call, describe, gone, small, wait_until
 
 # The shell records its own pid and a background grandchild's, then waits.
 SPAWN = "echo $$ > shell.pid; sleep 300 & echo $! > child.pid; sleep 300"
@@ -73,7 +73,7 @@ def test_cancellation_kills_the_group_and_propagates(ws: Workspace, root: Path) 
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
     for pid in _pids(root):
-        assert wait_until(lambda: gone(pid)), f"pid {pid} survived the cancellation"
+        assert wait_until(lambda: gone(pid)), f"pid {pid} survived the cancellation: {describe(pid)}"
 
 
 def test_background_job_holding_the_output_does_not_hang_the_call(root: Path) -> None:
