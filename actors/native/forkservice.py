@@ -86,10 +86,11 @@ class ForkServer:
     """See the module docstring."""
 
     def __init__(self, state_dir: str | os.PathLike[str], ledger: Ledger | None, *, cwd: str,
-                 start_timeout: float = 120.0, wait_timeout: float = 30.0,
+                 start_timeout: float = 120.0, wait_timeout: float = 90.0,
                  answer_timeout: float = 10.0, shutdown: float = 5.0) -> None:
         """``start_timeout`` bounds the template's import and warm-up (it is killed after it),
-        ``wait_timeout`` how long a spawn waits for a starting template before it execs,
+        ``wait_timeout`` how long a spawn waits for a starting template before it execs (long:
+        on a loaded machine an exec'd worker racing the template only slows both down),
         ``answer_timeout`` one fork request; ``shutdown`` is the template's close time."""
         self._state_dir = Path(state_dir)
         self._ledger = ledger
