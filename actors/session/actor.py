@@ -12,7 +12,8 @@ harness child, hands it to the core with the time, and performs the outputs in o
   fsync in a worker thread, when the durability setting asks for one; under ``event`` before
   the wake-up, under ``turn`` right after it), so every event a client sees is in the file
   first, and appends are never reordered around a sync.
-* ``Write`` and ``CloseChild``: to the child generation they name, nowhere else.
+* ``Write``, ``CloseChild`` and ``RunWork`` (a client-side job, run beside the loop): to the
+  child generation they name, nowhere else.
 * ``Answer``: the caller's reply. ``SaveMeta``: ``meta.json``, in a worker thread.
 
 Between messages the loop sleeps at most until the core's ``next_deadline`` and then feeds it a
@@ -60,6 +61,7 @@ from actors.session.messages import (
     Input,
     Output,
     Request,
+    RunWork,
     SaveMeta,
     Stop,
     StorageLost,
@@ -244,6 +246,8 @@ class Session:
                     await self.harness.write(gen, data)
                 case CloseChild(gen=gen, goodbye=goodbye):
                     self.harness.close(gen, goodbye)
+                case RunWork(gen=gen, id=work_id, job=job):
+                    self.harness.run_work(gen, work_id, job)
                 case Answer(call=call, result=result, error=error):
                     await self._publish()
                     reply = self._calls.pop(call, None)

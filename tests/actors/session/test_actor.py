@@ -41,7 +41,8 @@ async def inline(call: Callable[[], T]) -> T:
 
 
 def make_session(tmp_path: Path, driver: ScriptedDriver, *, offload: Any = inline, seed: int = 0,
-                 fsync: Callable[[int], None] = lambda fd: None, **settings: Any) -> Session:
+                 fsync: Callable[[int], None] = lambda fd: None, runs_work: bool = False,
+                 **settings: Any) -> Session:
     directory = tmp_path / SID
     meta = SessionMeta(id=SID, harness="scripted", cwd=str(tmp_path), created_at="2026-01-01T00:00:00.000Z",
                        state="starting")
@@ -49,7 +50,8 @@ def make_session(tmp_path: Path, driver: ScriptedDriver, *, offload: Any = inlin
                            durability=settings.get("durability", "turn"))
     deps = SessionDeps(driver=driver, sessions=SessionsConfig(**settings), children=ChildrenConfig(),
                        ledger=None, directory=directory, offload=offload, rng=random.Random(seed))
-    request = HarnessRequest(session_id=SID, cwd=str(tmp_path), work_dir=str(directory / "harness"))
+    request = HarnessRequest(session_id=SID, cwd=str(tmp_path), work_dir=str(directory / "harness"),
+                             runs_work=runs_work)
     return Session(meta, request, deps, log)
 
 
@@ -323,3 +325,42 @@ async def test_subscribers_wait_for_the_fsync_of_a_turns_end_only_under_event(
             await woken.wait()
             await session.close("c-1")
     assert any(isinstance(e, ev.Result) for e in events(session))
+
+
+async def test_work_runs_beside_the_loop_and_ends_with_its_child(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver(work=True)
+    session = make_session(tmp_path, driver, runs_work=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        one = driver.children[0]
+        [worker] = driver.workers
+        assert worker.opened == 1
+        # A job that blocks (a terminal's wait) does not hold up the loop or a later job.
+        one.emit(type="work", id=1, job="wait")
+        await worker.wait_started("wait")
+        one.emit(type="work", id=2, job="read")
+        await worker.wait_started("read")
+        assert await session.prompt("hi", "c-1") == "prompted"
+        assert await one.next_command() == {"type": "user", "text": "hi"}
+        worker.finish("read", "content")
+        assert await one.next_command() == {"type": "done", "id": 2, "outcome": "content"}
+        # The child dies: its blocked job is cancelled and its worker closed before the next
+        # child starts, with a worker of its own.
+        one.die()
+        two = await driver.next_child(2)
+        assert worker.cancelled == ["wait"] and worker.closed == 1
+        assert len(driver.workers) == 2 and driver.workers[1].opened == 1
+        await session.close("c-1")
+        assert driver.workers[1].closed == 1
+        assert "done" not in two.kinds()
+
+
+async def test_a_session_that_runs_no_work_opens_no_worker(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver(work=True)
+    session = make_session(tmp_path, driver)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        await session.close("c-1")
+    assert driver.workers == []
