@@ -119,7 +119,9 @@ async def test_claude_acp_runs_bash_in_a_session_terminal(tmp_path: Path) -> Non
     assert agent_asked(log, "terminal/release")
 
 
-async def test_closing_the_session_kills_a_running_terminal_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("end", ["session.close", "daemon stop"])
+async def test_the_end_of_the_session_kills_a_running_terminal_group(tmp_path: Path,
+                                                                     end: str) -> None:
     state, fifo = tmp_path / "state", tmp_path / "pids"
     os.mkfifo(fifo)
     # The terminal's shell leaves a grandchild and names both; closing must take both.
@@ -132,6 +134,8 @@ async def test_closing_the_session_kills_a_running_terminal_group(tmp_path: Path
             sleepers = [int(p) for p in text.split()]
             agent = family(await rig.pid())
             assert not set(sleepers) & set(agent)  # the terminal is the session's child, not the agent's
-            await close_and_check_gone(rig, state, [*agent, *sleepers])
+            if end == "session.close":
+                await close_and_check_gone(rig, state, [*agent, *sleepers])
+        # On leaving the block the daemon stops (and checks that no marked process is left).
     assert [p for p in sleepers if psutil.pid_exists(p)
             and psutil.Process(p).status() != psutil.STATUS_ZOMBIE] == []
