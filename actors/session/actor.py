@@ -181,8 +181,7 @@ class Session:
         return result.delivery  # type: ignore[attr-defined, no-any-return]
 
     async def announce(self, event: Event) -> None:
-        """Append ``event`` to the session's log through its loop; returns once it is in the
-        log (its subscribers woken). ``ActorGone`` if the session ended before taking it."""
+        """Append ``event`` to the log through the loop (returns once there); else ``ActorGone``."""
         await self._inbox.request(lambda reply: _Announce(event, reply), timeout=_REQUEST_TIMEOUT)
 
     async def close(self, by: str) -> None:
