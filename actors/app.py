@@ -14,7 +14,6 @@ import logging
 import os
 import secrets
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,6 @@ from actors.vendors.codex import CodexDriver
 from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
 from actors.vendors.pi import PiDriver
 from actors.workspace import Workspaces, load_workspaces_config
-from protocol import events as ev
 from protocol.errors import CorralError, SessionBusy, UnknownMethod
 from protocol.messages import (
     ClientRequest,
@@ -162,13 +160,15 @@ class App:
         self.config: Config = loaded.config
         self.opencode = OpenCodeServers(host.ledger)
         self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT))
+        workspaces_config, self.workspaces_warnings = load_workspaces_config(loaded.source)
+        self.workspaces = Workspaces(host.state.root, workspaces_config, host.ledger)
+        # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
-                                     drivers(self.config, self.opencode, forks=self.forks))
+                                     drivers(self.config, self.opencode, forks=self.forks),
+                                     after_result=self.workspaces.after_result)
         lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
         self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
-        workspaces_config, self.workspaces_warnings = load_workspaces_config(loaded.source)
-        self.workspaces = Workspaces(host.state.root, workspaces_config, host.ledger)
 
     def boot(self, host: Host) -> None:
         for warning in [*self.loaded.warnings, *self.mcp.warnings]:
@@ -237,7 +237,7 @@ class App:
             case WorkspaceMerge(session_id=sid, strategy=strategy):
                 ended = not isinstance(self.sessions.get(sid), Session)
                 merged = await self.workspaces.merge(sid, strategy, ended=ended)
-                self._announce(sid, self.workspaces.event(sid, "merged"))
+                await self.sessions.announce(sid, self.workspaces.event(sid, "merged"))
                 return merged
             case WorkspaceDiscard(session_id=sid, force=force):
                 await self._discard(sid, force=force, by=connection_id)
@@ -284,7 +284,7 @@ class App:
                     await self.sessions.live_session(session_id).close("session")
                 await self.workspaces.release(record)
             raise
-        self._announce(session_id, self.workspaces.event(session_id, "created"))
+        await self.sessions.announce(session_id, self.workspaces.event(session_id, "created"))
         found = self.sessions.get(session_id)
         if request.prompt and isinstance(found, Session):
             await found.prompt(request.prompt, "session")
@@ -293,25 +293,15 @@ class App:
     async def _discard(self, session_id: str, *, force: bool, by: str) -> None:
         """``workspace.discard``: an open session is ``session_busy`` unless ``force`` closes it."""
         found = self.sessions.get(session_id)
-        self.workspaces.owned(session_id)  # ``unsupported`` before anything is closed
+        record = self.workspaces.owned(session_id)  # ``unsupported`` before anything is closed
         if isinstance(found, Session):
             if not force:
                 raise SessionBusy(f"session {session_id} is {found.state}: close it first, or "
                                   "discard with force to close it and discard its worktree")
             await found.close(by)
         await self.workspaces.discard(session_id)
-
-    def _announce(self, session_id: str, event: ev.Workspace) -> None:
-        """Append a ``workspace`` event to a live session's log and wake its subscribers.
-
-        Interim: a session that has ended has a closed log and gets no event (clients see the
-        worktree's state in ``session.get``); once the session actor takes events from outside,
-        this becomes a call to it.
-        """
-        found = self.sessions.get(session_id)
-        if isinstance(found, Session) and not found.closed.is_set():
-            found.log.append(event, now=time.time())
-            found.feed.appended()
+        if not (record.removed and record.state == "discarded"):  # a second discard is a no-op
+            await self.sessions.announce(session_id, self.workspaces.event(session_id, "discarded"))
 
 
 _BRIDGED = frozenset({"unknown key 'lsp' ignored", "unknown key 'workspaces' ignored"})

@@ -21,8 +21,9 @@ Client-side work (optional, additive). Some protocols make the agent call *us* f
 it hands such a job out as a ``Work`` output, and only when the session said it runs them
 (``HarnessRequest.runs_work``). A session that sets ``runs_work`` must, per child process:
 
-1. open ``async with driver.worker(request) as worker:`` around the child's life (drivers whose
-   translators emit ``Work`` have ``worker``; it returns an async context manager);
+1. open ``async with driver.worker(request, ledger) as worker:`` around the child's life
+   (drivers whose translators emit ``Work`` have ``worker``; it returns an async context
+   manager; process children it starts are recorded in ``ledger``, the crash ledger, if given);
 2. for each ``Work(id, job)`` output, start ``outcome = await worker.run(job)`` in a nursery that
    belongs to that child (jobs may block for long, e.g. a terminal's wait for exit: never in the
    frame loop), and when it returns, if that child is still the current one, hand
@@ -31,7 +32,8 @@ it hands such a job out as a ``Work`` output, and only when the session said it 
    with`` block (it kills and reaps what the jobs left running, e.g. terminal process groups,
    shielded and bounded). Outcomes of a dead child are dropped.
 
-``tests/actors/vendors/acp/live.py`` does exactly this around a real agent.
+``actors.session.child`` does this for every session whose driver has ``worker``;
+``tests/actors/vendors/acp/live.py`` does the same around a real agent without a daemon.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class HarnessRequest(Data, kw_only=True, frozen=True):
     """A private directory (mode 0700) where the driver's launch may place files."""
     runs_work: bool = False
     """The session runs ``Work`` outputs (see the module docstring); translators emit none if not."""
+    state_dir: str | None = None
+    """The daemon's state directory: client-side work never touches it (the worker refuses it),
+    bar a session cwd that is a worktree under it."""
 
 
 class Launch(Data, kw_only=True, frozen=True):
@@ -159,4 +164,5 @@ class Driver(Protocol):
         """Find the binary, its version and login state; never reads or returns a token."""
 
     # Drivers whose translators emit ``Work`` also have
-    # ``worker(self, request: HarnessRequest) -> AbstractAsyncContextManager[Worker]``.
+    # ``worker(self, request: HarnessRequest, ledger: Any = None)
+    #  -> AbstractAsyncContextManager[Worker]``.

@@ -12,11 +12,18 @@ harness child, hands it to the core with the time, and performs the outputs in o
   fsync in a worker thread, when the durability setting asks for one; under ``event`` before
   the wake-up, under ``turn`` right after it), so every event a client sees is in the file
   first, and appends are never reordered around a sync.
-* ``Write`` and ``CloseChild``: to the child generation they name, nowhere else.
+* ``Write``, ``CloseChild`` and ``RunWork`` (a client-side job, run beside the loop): to the
+  child generation they name, nowhere else.
 * ``Answer``: the caller's reply. ``SaveMeta``: ``meta.json``, in a worker thread.
 
 Between messages the loop sleeps at most until the core's ``next_deadline`` and then feeds it a
 ``Tick`` (permission timeouts, stall detection).
+
+**Events from outside.** ``announce(event)`` puts an event the daemon has about this session (a
+``workspace`` change) into the inbox; the loop appends it like its own, so the log keeps one
+writer. The daemon's ``after_result`` hook (``SessionDeps``) runs after each turn's ``result``
+in a task beside the loop, bounded by ``AFTER_RESULT_TIMEOUT``, never in it: results that come
+while it runs are coalesced into one more run, and the event it returns, if any, is announced.
 
 **Lifetime.** ``run`` is the start function of a ``temporary`` child of the sessions supervisor.
 It reports ready once the first child generation was heard of, so a new session is already idle
@@ -60,6 +67,7 @@ from actors.session.messages import (
     Input,
     Output,
     Request,
+    RunWork,
     SaveMeta,
     Stop,
     StorageLost,
@@ -68,7 +76,7 @@ from actors.session.messages import (
 )
 from actors.session.meta import SessionMeta, write_meta
 from protocol.errors import ActorGone, SessionClosed, StorageFailed
-from protocol.events import Delivery, SessionState
+from protocol.events import Delivery, Event, Result, SessionState
 from protocol.messages import ClientRequest, Empty, SessionClose, SessionPrompt
 from protocol.models import SessionInfo
 from actors.session.config import SessionsConfig
@@ -81,6 +89,8 @@ __all__ = ["Session", "SessionDeps"]
 log = logging.getLogger("corral.session")
 
 _REQUEST_TIMEOUT = 30.0
+AFTER_RESULT_TIMEOUT = 30.0
+"""Seconds the ``after_result`` hook may take (git on a large worktree) before it is abandoned."""
 T = TypeVar("T")
 Offload = Callable[[Callable[[], T]], Awaitable[T]]
 
@@ -90,7 +100,9 @@ class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
 
     ``offload`` runs blocking file work (``meta.json`` writes, the log's final close) away from
     the trio thread, by default in a worker thread; tests run it inline to keep virtual time
-    exact. ``rng`` draws the restart backoff's jitter.
+    exact. ``rng`` draws the restart backoff's jitter. ``after_result``, if set, is an async
+    function of the session id run after each turn's ``result`` (off the loop, bounded); the
+    event it returns, if any, is appended to the session's log.
     """
 
     driver: Any  # actors.harness.Driver; Any because Protocols are not msgspec types
@@ -100,6 +112,7 @@ class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
     directory: Path
     offload: Any = None
     rng: Any = None
+    after_result: Any = None  # Callable[[str], Awaitable[Event | None]]
 
 
 class Session:
@@ -116,7 +129,8 @@ class Session:
         """Set once the session has ended and its log is closed."""
         self._frame_log = frame_log
         self._offload: Offload[Any] = deps.offload or _in_thread
-        self._inbox: Mailbox[_Call | Input | _LogBroken] = Mailbox(
+        self._results = trio.Event()  # set by each ``result``; the after_result task waits on it
+        self._inbox: Mailbox[_Call | Input | _LogBroken | _Announce] = Mailbox(
             deps.sessions.inbox_size, name=f"session {meta.id}")
         self._calls: dict[int, Reply[msgspec.Struct]] = {}
         self._call_ids = itertools.count(1)
@@ -166,6 +180,10 @@ class Session:
         result = await self.call(SessionPrompt(id=0, session_id=self.id, text=text), by)
         return result.delivery  # type: ignore[attr-defined, no-any-return]
 
+    async def announce(self, event: Event) -> None:
+        """Append ``event`` to the log through the loop (returns once there); else ``ActorGone``."""
+        await self._inbox.request(lambda reply: _Announce(event, reply), timeout=_REQUEST_TIMEOUT)
+
     async def close(self, by: str) -> None:
         """Run the close sequence and return once the session has ended."""
         await self.call(SessionClose(id=0, session_id=self.id), by)
@@ -199,6 +217,8 @@ class Session:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._flush)
                     nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
+                    if self.deps.after_result is not None:
+                        nursery.start_soon(self._after_results)
                     await self._loop(task_status)
                     nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
         finally:
@@ -209,7 +229,7 @@ class Session:
         async with self._inbox:  # closed on the way out: every request still waiting gets ActorGone
             try:
                 while not self.core.finished:
-                    msg: _Call | Input | _LogBroken | None = None
+                    msg: _Call | Input | _LogBroken | _Announce | None = None
                     deadline = self.core.next_deadline()
                     with trio.move_on_at(math.inf if deadline is None else deadline):
                         msg = await self._inbox.receive()
@@ -226,9 +246,14 @@ class Session:
                     task_status.started()
                 self._fail_calls(SessionClosed(f"session {self.id} is {self.state}"))
 
-    async def _take(self, msg: _Call | Input | _LogBroken | None) -> None:
+    async def _take(self, msg: _Call | Input | _LogBroken | _Announce | None) -> None:
         if isinstance(msg, _LogBroken):
             raise msg.error
+        if isinstance(msg, _Announce):
+            await self._perform([Emit(msg.event)])
+            if msg.reply is not None:
+                msg.reply.send(Empty())
+            return
         if isinstance(msg, _Call):
             call = next(self._call_ids)
             self._calls[call] = msg.reply
@@ -240,10 +265,14 @@ class Session:
             match out:
                 case Emit(event=event):
                     self.log.append(event, now=time.time())
+                    if isinstance(event, Result):
+                        self._results.set()
                 case Write(gen=gen, data=data):
                     await self.harness.write(gen, data)
                 case CloseChild(gen=gen, goodbye=goodbye):
                     self.harness.close(gen, goodbye)
+                case RunWork(gen=gen, id=work_id, job=job):
+                    self.harness.run_work(gen, work_id, job)
                 case Answer(call=call, result=result, error=error):
                     await self._publish()
                     reply = self._calls.pop(call, None)
@@ -273,6 +302,25 @@ class Session:
         except StorageFailed as exc:
             with contextlib.suppress(ActorGone):
                 await self._inbox.send(_LogBroken(exc))
+
+    async def _after_results(self) -> None:
+        """Run the ``after_result`` hook once per burst of results, beside the loop, bounded;
+        announce what it returns. A hook that fails or overruns is logged and skipped."""
+        while True:
+            await self._results.wait()
+            self._results = trio.Event()
+            event: Event | None = None
+            with trio.move_on_after(AFTER_RESULT_TIMEOUT) as scope:
+                try:
+                    event = await self.deps.after_result(self.id)
+                except Exception:  # noqa: BLE001 - a failing hook costs its event, not the session
+                    log.exception("session %s: the after-result hook failed", self.id)
+            if scope.cancelled_caught:
+                log.warning("session %s: the after-result hook took more than %g s",
+                            self.id, AFTER_RESULT_TIMEOUT)
+            if event is not None:
+                with contextlib.suppress(ActorGone):
+                    await self._inbox.send(_Announce(event, None))
 
     async def _stop(self, ended: trio.Event) -> None:
         with trio.move_on_after(self.deps.sessions.close_timeout + KILL_MARGIN):
@@ -333,6 +381,13 @@ class _Call(msgspec.Struct, frozen=True):
     request: ClientRequest
     by: str
     reply: Reply[msgspec.Struct]
+
+
+class _Announce(msgspec.Struct, frozen=True):
+    """An event from outside the session (``announce``) for its log; ``reply`` once appended."""
+
+    event: Event
+    reply: Reply[msgspec.Struct] | None
 
 
 class _LogBroken(msgspec.Struct, frozen=True):

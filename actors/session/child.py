@@ -10,8 +10,15 @@ One run of ``Harness.run`` is one *generation*. It spawns the child, tells the s
 (``ChildSpawned``, or ``ChildSpawnFailed`` and a crash), forwards every stdout frame
 (``ChildFrame``), and when stdout ends it runs the child's close sequence to the end (so the
 exit status is known and nothing of the child is left) and reports ``ChildExited``. The session
-talks back through ``write(gen, data)`` and ``close(gen, goodbye)``: both name the generation,
-and a generation that is no longer running gets nothing.
+talks back through ``write(gen, data)``, ``close(gen, goodbye)`` and ``run_work(gen, id, job)``:
+each names the generation, and a generation that is no longer running gets nothing.
+
+Client-side work (``actors.harness``). When the request says the session runs ``Work``, each
+generation opens the driver's ``worker`` around its child's life, and a nursery for its jobs:
+``run_work`` starts a job there, beside the frame loop (a terminal's wait may block for long),
+and its outcome goes to the session as ``WorkDone``. When the child ends, its jobs are cancelled
+and the worker is closed (it kills what the jobs left running: terminal process groups) before
+``ChildExited`` is told, so nothing of a dead generation runs on.
 
 How a child is spawned is one function, ``spawn_process``; a driver with a ``spawn`` attribute
 of the same shape replaces it (a native harness forks its worker from a fork server; tests run
@@ -30,7 +37,7 @@ from typing import Any, Protocol
 
 import trio
 
-from actors.harness import Driver, HarnessRequest, Launch
+from actors.harness import Driver, HarnessRequest, Launch, Worker
 from actors.session.core import describe_exit
 from actors.session.framelog import FrameLog
 from actors.session.messages import (
@@ -41,6 +48,7 @@ from actors.session.messages import (
     ChildSpawnFailed,
     GaveUp,
     Input,
+    WorkDone,
 )
 from protocol.errors import ActorGone, ChildExited as ChildExitedError, CorralError, IntensityExceeded
 from actors.session.config import SessionsConfig
@@ -91,6 +99,9 @@ class Generation:
     def __init__(self, gen: int, child: HarnessChild) -> None:
         self.gen = gen
         self.child = child
+        self.worker: Worker | None = None
+        self.jobs: trio.Nursery | None = None
+        """Where this child's ``Work`` runs (with ``worker``), when the session runs it."""
         self.goodbye: tuple[bytes, ...] = ()
         self.asked = trio.Event()
         """Set when the session asked this child to close: its end is then not a crash."""
@@ -159,8 +170,15 @@ class Harness:
             self.running[gen] = running
             try:
                 task_status.started(running)
-                await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid))
-                status = await self._pump(running)
+                async with AsyncExitStack() as work:
+                    if request.runs_work:
+                        worker = self.driver.worker(request, self.ledger)  # type: ignore[attr-defined]
+                        running.worker = await work.enter_async_context(worker)
+                        running.jobs = await work.enter_async_context(trio.open_nursery())
+                        work.callback(running.jobs.cancel_scope.cancel)  # first on the way out
+                    await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid))
+                    status = await self._pump(running)
+                    running.jobs = None
                 if status is None:
                     return  # the session is gone; the child is closed on the way out
                 await self._tell(ChildExited(gen=gen, status=status))
@@ -182,6 +200,19 @@ class Harness:
             await running.child.send(data)
         except (CorralError, trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the child is gone: its exit is on its way to the session
+
+    def run_work(self, gen: int, work_id: int, job: Any) -> None:
+        """Start job ``work_id`` with generation ``gen``'s worker; its ``WorkDone`` follows.
+        A generation that no longer runs (or runs no work) gets nothing."""
+        running = self.running.get(gen)
+        if running is None or running.jobs is None or running.worker is None:
+            return
+        running.jobs.start_soon(self._work, running.gen, running.worker, work_id, job)
+
+    async def _work(self, gen: int, worker: Worker, work_id: int, job: Any) -> None:
+        outcome = await worker.run(job)
+        with contextlib.suppress(ActorGone):
+            await self._tell(WorkDone(gen=gen, id=work_id, outcome=outcome))
 
     def close(self, gen: int, goodbye: tuple[bytes, ...]) -> None:
         """Ask generation ``gen`` to close politely (with ``goodbye`` first), if it still runs."""

@@ -15,7 +15,8 @@ generation when it is spawned (or failed to be) and of its exit.
 notices are acted on; a frame or exit of a dead generation still queued behind newer news is
 dropped. Every ``Write`` carries the generation whose translator produced it, and the shell
 delivers it to that generation only, so a restarted child never receives a frame the dead
-translator produced.
+translator produced. The same holds for client-side jobs (``actors.harness``): a translator's
+``Work`` becomes ``RunWork`` for its generation, and a ``WorkDone`` of a dead one is dropped.
 
 **States.** ``lifecycle`` overrides the activity the tracker derives (``idle``, ``running``,
 ``waiting``) and is ``None`` while a ready child runs:
@@ -59,11 +60,12 @@ turn, child or session (``cancelled``). Bookkeeping: ``actors.session.approvals`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 import msgspec
 
-from actors.harness import Driver, HarnessRequest, Output as TranslatorOutput, Send, Translator
+from actors.harness import Driver, HarnessRequest, Send, Translator, Work, WorkOutput
 from actors.session.approvals import Approvals
 from actors.session.messages import (
     Abandoned,
@@ -80,10 +82,12 @@ from actors.session.messages import (
     Input,
     Output,
     Request,
+    RunWork,
     SaveMeta,
     Stop,
     StorageLost,
     Tick,
+    WorkDone,
     Write,
 )
 from actors.session.meta import SessionMeta
@@ -209,6 +213,11 @@ class SessionCore:
             case ChildExited(gen=gen, status=status):
                 if self._is_current(gen):
                     self._on_exited(status)
+            case WorkDone(gen=gen, id=work_id, outcome=outcome):
+                if self._is_current(gen):
+                    # a translator that hands out ``Work`` has ``finished`` (actors.harness)
+                    finished = getattr(self._translator, "finished")
+                    self._outputs(finished(work_id, outcome, now))
             case GaveUp():
                 self._on_gave_up()
             case Stop():
@@ -417,7 +426,7 @@ class SessionCore:
         for out in translator.goodbye(self._now):
             if isinstance(out, Send):
                 goodbye.append(out.data)
-            else:
+            elif not isinstance(out, Work):  # no job starts in a close
                 self._on_event(out)
         self._out.append(CloseChild(gen=self._gen, goodbye=tuple(goodbye)))
 
@@ -474,11 +483,13 @@ class SessionCore:
 
     # --- harness output ------------------------------------------------------------------
 
-    def _outputs(self, outputs: list[TranslatorOutput]) -> None:
-        """A translator's outputs: frames for its own generation, events into the session."""
+    def _outputs(self, outputs: Sequence[WorkOutput]) -> None:
+        """A translator's outputs: frames and jobs for its own generation, events into the session."""
         for out in outputs:
             if isinstance(out, Send):
                 self._out.append(Write(gen=self._gen, data=out.data))
+            elif isinstance(out, Work):
+                self._out.append(RunWork(gen=self._gen, id=out.id, job=out.job))
             else:
                 self._on_event(out)
 

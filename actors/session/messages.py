@@ -4,9 +4,13 @@ Inputs are client requests and notices about the harness child. Every notice abo
 carries its *generation* (1 for the first child of a session run, then one more per spawn
 attempt), so the core can tell the running child from a dead one whose news is still queued.
 Outputs are done by the shell (``actors.session.actor``) in the order the core gives them.
+``RunWork`` and ``WorkDone`` carry a driver's client-side jobs (``actors.harness``) to the
+child's worker and their outcomes back; the job and its outcome are opaque to the session.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 
@@ -32,10 +36,12 @@ __all__ = [
     "Input",
     "Output",
     "Request",
+    "RunWork",
     "SaveMeta",
     "Stop",
     "StorageLost",
     "Tick",
+    "WorkDone",
     "Write",
 ]
 
@@ -89,6 +95,14 @@ class ChildExited(msgspec.Struct, frozen=True, kw_only=True):
     status: ExitStatus | None
 
 
+class WorkDone(msgspec.Struct, frozen=True, kw_only=True):
+    """Job ``id`` of generation ``gen`` ended with ``outcome`` (for its translator's ``finished``)."""
+
+    gen: int
+    id: int
+    outcome: Any
+
+
 class GaveUp(msgspec.Struct, frozen=True):
     """The harness child's supervisor exceeded its restart intensity: no more children."""
 
@@ -119,8 +133,8 @@ class Tick(msgspec.Struct, frozen=True):
 
 
 Input = (
-    Request | ChildSpawned | ChildSpawnFailed | ChildFrame | ChildBroken | ChildExited | GaveUp
-    | Stop | Abandoned | Abort | StorageLost | Tick
+    Request | ChildSpawned | ChildSpawnFailed | ChildFrame | ChildBroken | ChildExited | WorkDone
+    | GaveUp | Stop | Abandoned | Abort | StorageLost | Tick
 )
 
 
@@ -147,6 +161,15 @@ class CloseChild(msgspec.Struct, frozen=True, kw_only=True):
     goodbye: tuple[bytes, ...] = ()
 
 
+class RunWork(msgspec.Struct, frozen=True, kw_only=True):
+    """Run ``job`` (the translator's ``Work`` ``id``) with generation ``gen``'s worker, beside the
+    loop; its ``WorkDone`` comes back as an input. Dropped if that generation is not running."""
+
+    gen: int
+    id: int
+    job: Any
+
+
 class Answer(msgspec.Struct, frozen=True, kw_only=True):
     """The answer to request ``call``: ``result``, or ``error`` to raise in the caller."""
 
@@ -161,4 +184,4 @@ class SaveMeta(msgspec.Struct, frozen=True):
     meta: SessionMeta
 
 
-Output = Emit | Write | CloseChild | Answer | SaveMeta
+Output = Emit | Write | CloseChild | RunWork | Answer | SaveMeta

@@ -5,6 +5,10 @@ session restarts its own harness child, and a session that ends stays ended (rea
 subscribable, never restarted). At shutdown the supervisor stops them all at once, each closing
 itself. Sessions left running by a crashed daemon are closed on boot with ``exit {reason:
 daemon_restarted}`` and a ``cancelled`` decision for every permission they left open.
+
+``announce`` adds an event from outside (a ``workspace`` change) to a session's log: a live
+session appends it in its own loop; an ended one has its log reopened for that one line (under
+the session's lock, which ``resume`` holds too, so the log never has two writers).
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ import trio
 from actors.harness import Driver, HarnessRequest
 from actors.session.actor import Session, SessionDeps
 from actors.session.child import KILL_MARGIN
+from actors.session.ended import ClosedSession, close_after_crash
 from actors.session.eventlog import EventLog
-from actors.session.feed import Feed
 from actors.session.framelog import FrameLog, open_frame_log
 from actors.session.meta import SessionMeta, StoredMcpServer, list_sessions, meta_from_create, write_meta
 from actors.session.validate import check_create
@@ -54,27 +58,14 @@ _LEFT_OPEN = ("daemon_restarted", "daemon_stopped")
 """``closed_reason``s of sessions the user did not close: the daemon crashed or stopped under them."""
 
 
-class ClosedSession:
-    """A session that ended (in this run or an earlier one): read-only, still subscribable."""
-
-    def __init__(self, meta: SessionMeta, log: EventLog, feed: Feed | None = None) -> None:
-        self.meta = meta
-        self.log = log
-        self.feed = feed if feed is not None else Feed(log)
-
-    @property
-    def id(self) -> str:
-        return self.meta.id
-
-    def info(self) -> SessionInfo:
-        return _info(self.meta, self.log.last_seq, None)
-
-
 class SessionTable:
     """Every session of the daemon, live (children of the sessions supervisor) or ended."""
 
-    def __init__(self, state_dir: Path, config: SessionSettings, ledger: Any, drivers: dict[str, Driver]) -> None:
+    def __init__(self, state_dir: Path, config: SessionSettings, ledger: Any, drivers: dict[str, Driver],
+                 *, after_result: Any = None) -> None:
         self.state_dir = state_dir
+        self.after_result = after_result
+        """``SessionDeps.after_result`` of every session (the workspaces' changed-files count)."""
         self.root = state_dir / "sessions"
         self.config = config
         self.ledger = ledger
@@ -86,6 +77,7 @@ class SessionTable:
         self._ended = trio.Event()  # set (and replaced) whenever a live session moves to ``ended``
         """Sessions the previous daemon left open (closed at boot): ``resume_on_boot`` resumes them."""
         self._detections: dict[str, tuple[float, Detection]] = {}
+        self._locks: dict[str, trio.Lock] = {}
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
         """The root's ``sessions`` child: a ``simple_one_for_one`` supervisor of session actors.
@@ -121,7 +113,7 @@ class SessionTable:
                 log.warning("session %s: a torn last line (%d bytes) was truncated",
                             meta.id, report.truncated_bytes)
             if meta.state not in ("closed", "failed"):
-                _close_after_crash(event_log)
+                close_after_crash(event_log)
                 meta = msgspec.structs.replace(meta, state="closed", closed_reason="daemon_restarted")
                 write_meta(directory, meta)
                 revived.append(meta.id)
@@ -156,6 +148,7 @@ class SessionTable:
             resume=options.get("resume") if isinstance(options.get("resume"), str) else None,
             instructions=options.get("instructions") if isinstance(options.get("instructions"), str) else None,
             work_dir=str(directory / "harness"),
+            runs_work=callable(getattr(driver, "worker", None)), state_dir=str(self.state_dir),
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
@@ -174,7 +167,7 @@ class SessionTable:
                 frame_log.close()
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
-                           ledger=self.ledger, directory=directory)
+                           ledger=self.ledger, directory=directory, after_result=self.after_result)
         session = Session(meta, harness_request, deps, event_log, frame_log)
         await self._start(supervisor, session, frame_log, event_log)
         if request.prompt:
@@ -188,6 +181,28 @@ class SessionTable:
         harness that cannot resume or a session that never named its vendor conversation. The
         log continues at the next seq; the first event is ``restarted {reason: "resumed"}``.
         """
+        async with self._lock(request.session_id):  # no ``announce`` writes the log meanwhile
+            return await self._resume(request)
+
+    async def announce(self, session_id: str, event: ev.Event) -> None:
+        """Append ``event`` to the session's log, live or ended (see the module docstring);
+        its subscribers see it. A session unknown here is skipped."""
+        async with self._lock(session_id):
+            live = self.live.get(session_id)
+            if live is not None:
+                try:
+                    await live.announce(event)
+                    return
+                except ActorGone:  # it ended before taking the event: its log is free soon
+                    await live.closed.wait()
+            ended = self.ended.get(session_id)
+            if ended is not None:
+                await ended.append(self.root / session_id, event, durability=self.config.sessions.durability)
+
+    def _lock(self, session_id: str) -> trio.Lock:
+        return self._locks.setdefault(session_id, trio.Lock())
+
+    async def _resume(self, request: SessionResume) -> SessionInfo:
         supervisor = self.supervisor
         if supervisor is None:
             raise SessionClosed("the daemon is shutting down")
@@ -219,6 +234,7 @@ class SessionTable:
             resume=meta.vendor_session_id,
             instructions=options.get("instructions") if isinstance(options.get("instructions"), str) else None,
             work_dir=str(directory / "harness"),
+            runs_work=callable(getattr(driver, "worker", None)), state_dir=str(self.state_dir),
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
@@ -234,7 +250,7 @@ class SessionTable:
                 frame_log.close()
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
-                           ledger=self.ledger, directory=directory)
+                           ledger=self.ledger, directory=directory, after_result=self.after_result)
         session = Session(meta, harness_request, deps, event_log, frame_log, resumed=True)
         session.feed = ended.feed  # subscribers of the closed session follow the resumed one
         ended.feed.rebind(event_log)
@@ -365,28 +381,3 @@ def _reopen_frame_log(raw: object, cwd: str, state_dir: Path, session_dir: Path)
     except BadRequest as exc:
         log.warning("session %s: options.log_path not reopened: %s", session_dir.name, exc.message)
         return None
-
-
-def _info(meta: SessionMeta, last_seq: int, pid: int | None) -> SessionInfo:
-    return SessionInfo(
-        id=meta.id, name=meta.name, harness=meta.harness, cwd=meta.cwd, model=meta.model,
-        state=meta.state, created_at=meta.created_at, last_seq=last_seq, restarts=meta.restarts,
-        pid=pid, vendor_session_id=meta.vendor_session_id,
-    )
-
-
-def _close_after_crash(event_log: EventLog) -> None:
-    """Close a session a crashed daemon left open: cancel its open permissions, ``exit``, ``closed``."""
-    open_permissions: dict[str, None] = {}
-    for frame in event_log.frames_from(1):
-        match frame.event:
-            case ev.Permission(permission_id=pid):
-                open_permissions[pid] = None
-            case ev.PermissionDecided(permission_id=pid):
-                open_permissions.pop(pid, None)
-    now = time.time()
-    for pid in open_permissions:
-        event_log.append(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"), now=now)
-    event_log.append(ev.Exit(reason="daemon_restarted"), now=now)
-    event_log.append(ev.Status(state="closed", stalled=False), now=now)
-    event_log.sync()

@@ -38,13 +38,15 @@ RESTART_TIMEOUT = 200  # a Gemini restart waits for the next wall-clock minute
 
 
 def _write(agent: str, work: Path, name: str, text: str) -> Turn:
-    """The agent's own file-writing tool call (the session runs no client-side fs here)."""
+    """The agent's file-writing tool call. The session serves ``fs/*`` and ``terminal/*``, so
+    Gemini writes through it and claude-code-acp offers its client-backed ``mcp__acp__`` tools
+    instead of the built-in ones; Copilot uses neither."""
     path = str(work / name)
     if agent == "gemini":
         return call("write_file", file_path=path, content=text)
     if agent == "copilot":
         return call("create", path=path, file_text=text)
-    return call("Write", file_path=path, content=text)
+    return call("mcp__acp__Write", file_path=path, content=text)
 
 
 def _shell(agent: str, command: str) -> Turn:
@@ -52,7 +54,7 @@ def _shell(agent: str, command: str) -> Turn:
         return call("run_shell_command", command=command)
     if agent == "copilot":
         return call("bash", command=command, description="run it")
-    return call("Bash", command=command, description="run it")
+    return call("mcp__acp__Bash", command=command, description="run it", timeout=10000)
 
 
 def _agent(agent: str) -> str:
@@ -65,8 +67,11 @@ def _agent(agent: str) -> str:
 
 
 @asynccontextmanager
-async def acp_session(tmp: Path, agent: str, server: FakeModels, **extra: Any) -> AsyncIterator[Rig]:
-    """A daemon with one subscribed session of ``agent`` whose ACP session is open."""
+async def acp_session(tmp: Path, agent: str, server: FakeModels, *,
+                      options_extra: dict[str, Any] | None = None,
+                      **extra: Any) -> AsyncIterator[Rig]:
+    """A daemon with one subscribed session of ``agent`` whose ACP session is open;
+    ``options_extra`` joins the session's options, ``extra`` replaces create parameters."""
     path = _agent(agent)
     (tmp / "work").mkdir(exist_ok=True)
     server.aside = aside(agent)
@@ -75,7 +80,8 @@ async def acp_session(tmp: Path, agent: str, server: FakeModels, **extra: Any) -
         env, options = offline(agent, port, tmp / "home")
         params: dict[str, Any] = {
             "harness": agent, "cwd": str(tmp / "work"), "env": env,
-            "options": {**options, "binary": path}, "permissions": {"mode": "auto_edit"}}
+            "options": {**options, "binary": path, **(options_extra or {})},
+            "permissions": {"mode": "auto_edit"}}
         if MODELS[agent]:
             params["model"] = MODELS[agent]
         params.update(extra)

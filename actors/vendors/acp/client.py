@@ -1,8 +1,10 @@
 """The translator's half of ACP's client services (``fs/*``, ``terminal/*``): decide, hand out
 ``Work``, answer the agent when the work is done. Pure: the I/O is ``worker``'s.
 
-* Reads, writes and terminal directories must be inside the session cwd (checked here on the
-  path as written, and again by the worker with symlinks resolved); anything else is refused.
+* Reads, writes and terminal directories must be inside the session cwd and outside the
+  daemon's state directory (``jobs.Confinement``: checked here on the path as written, and
+  again by the worker with symlinks resolved); anything else is refused with an error that says
+  why, before any permission is asked.
 * Every write is a ``tool`` event of kind ``edit`` (name ``write_text_file``, started when the
   write is let through, completed with its outcome), under the session's permission policy: a
   write is let through at once when the agent already asked for it (a permission allowed this
@@ -50,10 +52,11 @@ class ClientSide:
     """fs/terminal requests of one agent child."""
 
     def __init__(self, rpc: Rpc, root: str, *, enabled: bool,
-                 missing_empty: bool, epoch: str) -> None:
+                 missing_empty: bool, epoch: str, state_dir: str | None = None) -> None:
         self.enabled = enabled
         self._rpc = rpc
         self._root = os.path.normpath(root)
+        self._confined = jobs.Confinement(self._root, state_dir, resolve=os.path.normpath)
         self._missing_empty = missing_empty
         self._epoch = epoch
         self._ids = itertools.count(1)
@@ -77,8 +80,9 @@ class ClientSide:
         match method:
             case "fs/read_text_file":
                 read = jsonrpc.decode_as(params, wire.ReadTextFile, method)
-                if not self._inside(read.path):
-                    return [self._refused(request_id, read.path)]
+                refusal = self._confined.refusal(read.path)
+                if refusal is not None:
+                    return [self._error(request_id, refusal.code, refusal.message)]
                 return [self._work(request_id, jobs.ReadFile(
                     path=read.path, line=read.line, limit=read.limit,
                     missing_empty=self._missing_empty))]
@@ -87,8 +91,9 @@ class ClientSide:
             case "terminal/create":
                 create = jsonrpc.decode_as(params, wire.TerminalCreate, method)
                 cwd = create.cwd or self._root
-                if not self._inside(cwd):
-                    return [self._refused(request_id, cwd)]
+                refusal = self._confined.refusal(cwd)
+                if refusal is not None:
+                    return [self._error(request_id, refusal.code, refusal.message)]
                 return [self._work(request_id, jobs.OpenTerminal(
                     command=create.command, args=create.args, cwd=cwd,
                     env={var.name: var.value for var in create.env},
@@ -155,13 +160,13 @@ class ClientSide:
     def _write(self, request_id: jsonrpc.RequestId, write: wire.WriteTextFile) -> list[WorkOutput]:
         call_id = f"{self._epoch}:write:{request_id}"
         job = jobs.WriteFile(path=write.path, content=write.content)
-        if not self._inside(write.path):
+        refusal = self._confined.refusal(write.path)
+        if refusal is not None:
             return [Tool(call_id=call_id, name=_WRITE, kind="edit", phase="started",
                          input={"path": write.path}),
                     Tool(call_id=call_id, name=_WRITE, kind="edit", phase="completed",
-                         input={"path": write.path}, output="outside the working directory",
-                         is_error=True),
-                    self._refused(request_id, write.path)]
+                         input={"path": write.path}, output=refusal.message, is_error=True),
+                    self._error(request_id, refusal.code, refusal.message)]
         if self._edits_always or os.path.normpath(write.path) in self._approved:
             return self._let_write(request_id, job, call_id)
         self._asks[call_id] = _Pending(request_id=request_id, write=job, call_id=call_id)
@@ -181,16 +186,6 @@ class ClientSide:
         write = job if isinstance(job, jobs.WriteFile) else None
         self._running[work_id] = _Pending(request_id=request_id, write=write, call_id=call_id)
         return Work(id=work_id, job=job)
-
-    def _inside(self, path: str) -> bool:
-        if not os.path.isabs(path):
-            return False
-        normal = os.path.normpath(path)
-        return normal == self._root or normal.startswith(self._root.rstrip(os.sep) + os.sep)
-
-    def _refused(self, request_id: jsonrpc.RequestId, path: str) -> Send:
-        return self._error(request_id, jobs.DENIED,
-                           f"{path} is outside the session's working directory")
 
     def _error(self, request_id: jsonrpc.RequestId, code: int, message: str) -> Send:
         return self._rpc.error(request_id, code, message)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from importlib import metadata
+from typing import Any
 
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
@@ -66,9 +67,13 @@ class AcpDriver:
         return AcpTranslator(request, self.profile, client_name=self._client_name,
                              client_version=self._client_version, on_open=opened)
 
-    def worker(self, request: HarnessRequest) -> AbstractAsyncContextManager[AcpWorker]:
-        """The client-side worker for one child (files and terminals in ``request.cwd``)."""
-        return open_worker(request.cwd, {**os.environ, **self.profile.env, **request.env})
+    def worker(self, request: HarnessRequest,
+               ledger: Any = None) -> AbstractAsyncContextManager[AcpWorker]:
+        """The client-side worker for one child: files and terminals in ``request.cwd``, never
+        in the daemon's state directory; terminals recorded in ``ledger``."""
+        return open_worker(request.cwd, {**os.environ, **self.profile.env, **request.env},
+                           state_dir=request.state_dir, ledger=ledger,
+                           key=f"session:{request.session_id}")
 
     async def detect(self) -> Detection:
         """Binary, version and floor (cached; runs ``--version`` when stale)."""

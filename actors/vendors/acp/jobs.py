@@ -5,20 +5,23 @@ translator decides *whether* (confinement, permission policy) and the worker (``
 the I/O; these Structs are what passes between them. Every outcome is either ``Done`` with the
 JSON-RPC ``result`` to send back, or ``Failed`` with a JSON-RPC error.
 
-``inside(root, path)`` is the confinement rule both sides apply: an absolute path whose real
-location (symlinks resolved, as far as they exist) is ``root`` or below it.
+``Confinement`` is the rule both sides apply: an absolute path at or below the session cwd and
+not in the daemon's state directory (its token, ledger and session logs), unless the cwd is a
+worktree under it. The translator checks the path as written (``..`` collapsed), the worker
+again with symlinks resolved (as far as they exist), so a symlink out is refused too.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 __all__ = [
     "CloseTerminal", "Done", "Failed", "Job", "Outcome", "OpenTerminal", "ReadFile",
-    "TerminalOutput", "WaitTerminal", "WriteFile", "inside", "NOT_FOUND", "DENIED",
+    "TerminalOutput", "WaitTerminal", "WriteFile", "Confinement", "inside", "NOT_FOUND", "DENIED",
 ]
 
 NOT_FOUND = -32002
@@ -92,10 +95,39 @@ class Failed(msgspec.Struct, frozen=True):
 Outcome = Done | Failed
 
 
-def inside(root: str, path: str) -> bool:
-    """Whether absolute ``path`` is ``root`` or below it, symlinks resolved."""
+def inside(root: str, path: str, resolve: Callable[[str], str] = os.path.realpath) -> bool:
+    """Whether absolute ``path`` is ``root`` or below it, both through ``resolve`` (by default
+    symlinks resolved; ``os.path.normpath`` for the path as written)."""
     if not os.path.isabs(path):
         return False
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
+    real_root = resolve(root)
+    real = resolve(path)
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+class Confinement:
+    """Where an agent's client-side jobs may go: ``root`` (the session cwd) and below, never
+    into ``state_dir``. ``resolve`` is how paths are compared (see ``inside``)."""
+
+    def __init__(self, root: str, state_dir: str | None = None, *,
+                 resolve: Callable[[str], str] = os.path.realpath) -> None:
+        self.root = root
+        self._resolve = resolve
+        # A worktree under the state directory (its default place) is the cwd: the cwd rule is
+        # enough there. Any other overlap (the state directory inside the cwd, or the cwd being
+        # the state directory or inside its sessions/) refuses the whole state directory.
+        self.state_dir = state_dir
+        if state_dir is not None and inside(state_dir, root, resolve) \
+                and resolve(root) != resolve(state_dir) \
+                and not inside(os.path.join(state_dir, "sessions"), root, resolve):
+            self.state_dir = None
+
+    def refusal(self, path: str) -> Failed | None:
+        """Why ``path`` may not be touched (a ``DENIED`` failure for the agent), or ``None``."""
+        if not os.path.isabs(path):
+            return Failed(DENIED, f"{path} is not an absolute path")
+        if self.state_dir is not None and inside(self.state_dir, path, self._resolve):
+            return Failed(DENIED, f"{path} is inside corral's state directory")
+        if not inside(self.root, path, self._resolve):
+            return Failed(DENIED, f"{path} is outside the session's working directory {self.root}")
+        return None

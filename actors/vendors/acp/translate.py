@@ -92,7 +92,7 @@ class AcpTranslator:
         self._epoch = secrets.token_hex(3)
         self._client = ClientSide(self._rpc, request.cwd, enabled=request.runs_work,
                                   missing_empty="missing_file_empty" in profile.quirks,
-                                  epoch=self._epoch)
+                                  epoch=self._epoch, state_dir=request.state_dir)
         self._updates = Updates(name_in_id="tool_name_in_id" in profile.quirks)
         self._caps = wire.InitializeResult(protocol_version=wire.PROTOCOL_VERSION)
         self._session_id: str | None = None

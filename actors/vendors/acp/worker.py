@@ -1,13 +1,19 @@
 """The I/O side of ACP's client services: files and terminals for one agent child.
 
-``open_worker(root, env)`` is an async context manager that spans the agent child's life (the
-session opens it with the child, see ``actors.harness``); ``run(job)`` does one job from
-``jobs`` and returns its outcome, never raising for the job's own failure.
+``open_worker(root, env, state_dir=…, ledger=…, key=…)`` is an async context manager that spans
+the agent child's life (the session opens it with the child, see ``actors.harness``);
+``run(job)`` does one job from ``jobs`` and returns its outcome, never raising for the job's
+own failure.
 
-* Files are read and written only inside ``root`` (the session cwd), symlinks resolved; a
-  missing file is ``NOT_FOUND`` (or empty content with ``missing_empty``). Content is read as
-  UTF-8 (bad bytes replaced) and at most ``MAX_FILE`` bytes.
-* Terminals are process children (``supervisor.proc``): each in its own process group, started
+* Files are read and written only inside ``root`` (the session cwd), symlinks resolved (so
+  ``..``, a symlink out and an absolute path elsewhere are all refused), and never inside the
+  daemon's ``state_dir`` (its token, ledger and session logs), unless ``root`` itself is a
+  worktree under it; a refusal is ``DENIED`` with a message that says why. Only regular files
+  are read (a FIFO would block the reading thread for good). A missing file is ``NOT_FOUND``
+  (or empty content with ``missing_empty``). Content is read as UTF-8 (bad bytes replaced) and
+  at most ``MAX_FILE`` bytes.
+* Terminals are process children (``supervisor.proc``, recorded in the crash ledger under
+  ``key``, so a daemon crash cannot leave one running): each in its own process group, started
   in a directory inside ``root``, stderr merged into stdout, the output kept as a bounded tail
   (``limit`` bytes, at most ``MAX_OUTPUT``; ``truncated`` says bytes were dropped). Kill,
   release and the end of the block kill the whole group (SIGKILL: a terminal has nothing to
@@ -17,6 +23,8 @@ session opens it with the child, see ``actors.harness``); ``run(job)`` does one 
 from __future__ import annotations
 
 import os
+import secrets
+import stat
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,8 +36,8 @@ from supervisor.proc.child import ProcessChild, open_child
 from supervisor.proc.spec import ExitStatus, ProcessSpec
 
 from .jobs import (
-    DENIED, NOT_FOUND, CloseTerminal, Done, Failed, Job, OpenTerminal, Outcome, ReadFile,
-    TerminalOutput, WaitTerminal, WriteFile, inside,
+    DENIED, NOT_FOUND, CloseTerminal, Confinement, Done, Failed, Job, OpenTerminal, Outcome,
+    ReadFile, TerminalOutput, WaitTerminal, WriteFile,
 )
 
 __all__ = ["MAX_FILE", "MAX_OUTPUT", "AcpWorker", "open_worker"]
@@ -42,10 +50,16 @@ MAX_TERMINALS = 64
 
 
 @asynccontextmanager
-async def open_worker(root: str, env: Mapping[str, str]) -> AsyncIterator[AcpWorker]:
-    """A worker for one agent child; leaving the block kills every terminal it started."""
+async def open_worker(root: str, env: Mapping[str, str], *, state_dir: str | None = None,
+                      ledger: Any = None, key: str = "acp") -> AsyncIterator[AcpWorker]:
+    """A worker for one agent child; leaving the block kills every terminal it started.
+
+    ``ledger`` (``supervisor.ledger.store.Ledger``) records each terminal under a key that
+    starts with ``key``; ``state_dir`` is refused to every job (see the module docstring).
+    """
     async with trio.open_nursery() as nursery:
-        worker = AcpWorker(root, env, nursery)
+        worker = AcpWorker(Confinement(root, state_dir), env, nursery, ledger=ledger,
+                           key=f"{key}:terminal:{secrets.token_hex(3)}")
         try:
             yield worker
         finally:
@@ -88,10 +102,13 @@ class _Terminal:
 class AcpWorker:
     """Runs jobs for one agent child; build it with ``open_worker``."""
 
-    def __init__(self, root: str, env: Mapping[str, str], nursery: trio.Nursery) -> None:
+    def __init__(self, root: Confinement, env: Mapping[str, str], nursery: trio.Nursery, *,
+                 ledger: Any = None, key: str = "acp:terminal") -> None:
         self._root = root
         self._env = dict(env)
         self._nursery = nursery
+        self._ledger = ledger
+        self._key = key
         self._terminals: dict[str, _Terminal] = {}
         self._count = 0
 
@@ -135,8 +152,9 @@ class AcpWorker:
         self._terminals.clear()
 
     async def _open(self, job: OpenTerminal) -> Outcome:
-        if not inside(self._root, job.cwd):
-            return Failed(DENIED, f"{job.cwd} is outside the session's working directory")
+        refusal = self._root.refusal(job.cwd)
+        if refusal is not None:
+            return refusal
         if len(self._terminals) >= MAX_TERMINALS:
             return Failed(DENIED, f"too many terminals (at most {MAX_TERMINALS})")
         self._count += 1
@@ -147,7 +165,7 @@ class AcpWorker:
             argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", job.command, *job.args]
         else:
             argv = ["/bin/sh", "-c", f"{{ {job.command}\n}} 2>&1"]
-        spec = ProcessSpec(key=f"acp-terminal:{tid}", kind="acp-terminal", argv=argv,
+        spec = ProcessSpec(key=f"{self._key}:{tid}", kind="acp-terminal", argv=argv,
                            cwd=job.cwd, env={**self._env, **job.env}, shutdown=0,
                            framing="raw", frame_limit=64 * 1024, death_signal="SIGKILL")
         started = trio.Event()
@@ -155,7 +173,7 @@ class AcpWorker:
 
         async def serve() -> None:
             try:
-                async with open_child(spec) as child:
+                async with open_child(spec, ledger=self._ledger) as child:
                     term.child = child
                     started.set()
                     async with trio.open_nursery() as inner:
@@ -193,16 +211,20 @@ def _no_terminal(tid: str) -> Failed:
     return Failed(NOT_FOUND, f"no terminal {tid!r}")
 
 
-def _read(root: str, job: ReadFile) -> Outcome:
-    if not inside(root, job.path):
-        return Failed(DENIED, f"{job.path} is outside the session's working directory")
+def _read(root: Confinement, job: ReadFile) -> Outcome:
+    refusal = root.refusal(job.path)
+    if refusal is not None:
+        return refusal
     try:
-        with open(job.path, "rb") as handle:
-            data = handle.read(MAX_FILE + 1)
+        fd = os.open(job.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         if job.missing_empty:
             return Done({"content": ""})
         return Failed(NOT_FOUND, f"{job.path} does not exist")
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return Failed(DENIED, f"{job.path} is not a regular file")
+        data = handle.read(MAX_FILE + 1)
     if len(data) > MAX_FILE:
         return Failed(DENIED, f"{job.path} is larger than {MAX_FILE} bytes")
     text = data.decode("utf-8", "replace")
@@ -214,13 +236,15 @@ def _read(root: str, job: ReadFile) -> Outcome:
     return Done({"content": text})
 
 
-def _write(root: str, job: WriteFile) -> Outcome:
-    if not inside(root, job.path):
-        return Failed(DENIED, f"{job.path} is outside the session's working directory")
+def _write(root: Confinement, job: WriteFile) -> Outcome:
+    refusal = root.refusal(job.path)
+    if refusal is not None:
+        return refusal
     parent = os.path.dirname(job.path)
     os.makedirs(parent, exist_ok=True)
-    if not inside(root, parent):
-        return Failed(DENIED, f"{job.path} is outside the session's working directory")
+    refusal = root.refusal(parent)
+    if refusal is not None:
+        return refusal
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(job.path, flags, 0o644)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -2,9 +2,12 @@
 
 The translator speaks the fake harness's vocabulary (event lines in, command lines out), plus
 what the fake child cannot show: a handshake (not ``ready`` until an ``init`` arrives), a
-goodbye frame, and a frame that makes it raise like a buggy translator (``b"boom"``). The
-driver's ``spawn`` runs ``MemoryChild``ren instead of processes, so a whole session runs under
-``MockClock`` with no process at all; the test plays the child's part.
+goodbye frame, a frame that makes it raise like a buggy translator (``b"boom"``), and
+client-side work (``{"type": "work", "id": N, "job": J}`` is handed out as ``Work``; its outcome
+goes back to the child as ``{"type": "done", "id": N, "outcome": …}``). The driver's ``spawn``
+runs ``MemoryChild``ren instead of processes, so a whole session runs under ``MockClock`` with no
+process at all; the test plays the child's part. With ``work=True`` the driver has a ``worker``
+(``MemoryWorker``) whose jobs the test finishes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import trio
 
 from actors.fake.driver import FakeTranslator
-from actors.harness import HarnessRequest, Launch, Output, Send
+from actors.harness import HarnessRequest, Launch, Output, Send, Work, WorkOutput
 from protocol.errors import ChildExited, LaunchFailed
 from protocol.events import Init
 from protocol.models import Detection, Features
@@ -45,16 +48,67 @@ class ScriptedTranslator(FakeTranslator):
     def ready(self) -> bool:
         return self._ready
 
-    def receive(self, frame: bytes, now: float) -> list[Output]:
+    def receive(self, frame: bytes, now: float) -> list[WorkOutput]:
         if frame == b"boom":
             raise RuntimeError("the translator tripped over its own feet")
-        out = super().receive(frame, now)
+        if frame.startswith(b'{"type": "work"'):
+            work = json.loads(frame)
+            return [Work(id=work["id"], job=work["job"])]
+        out: list[WorkOutput] = list(super().receive(frame, now))
         if any(isinstance(event, Init) for event in out):
             self._ready = True
         return out
 
     def goodbye(self, now: float) -> list[Output]:
         return [Send(data=GOODBYE)] if self._goodbye else []
+
+    def finished(self, work_id: int, outcome: Any, now: float) -> list[WorkOutput]:
+        return [Send(data=line(type="done", id=work_id, outcome=outcome) + b"\n")]
+
+
+class MemoryWorker:
+    """A worker whose jobs wait until the test finishes them: ``finish(job, outcome)``.
+
+    ``opened``/``closed`` count its ``async with`` blocks; ``cancelled`` lists the jobs that were
+    abandoned (their child ended first).
+    """
+
+    def __init__(self) -> None:
+        self.opened = 0
+        self.closed = 0
+        self.started: list[Any] = []
+        self.cancelled: list[Any] = []
+        self._results: dict[Any, trio.MemoryReceiveChannel[Any]] = {}
+        self._senders: dict[Any, trio.MemorySendChannel[Any]] = {}
+        self._changed = trio.Event()
+
+    @asynccontextmanager
+    async def block(self) -> AsyncIterator[MemoryWorker]:
+        self.opened += 1
+        try:
+            yield self
+        finally:
+            self.closed += 1
+
+    async def run(self, job: Any) -> Any:
+        send, receive = trio.open_memory_channel[Any](1)
+        self._senders[job], self._results[job] = send, receive
+        self.started.append(job)
+        self._changed.set()
+        self._changed = trio.Event()
+        try:
+            return await receive.receive()
+        except trio.Cancelled:
+            self.cancelled.append(job)
+            raise
+
+    async def wait_started(self, job: Any) -> None:
+        with trio.fail_after(600):
+            while job not in self.started:
+                await self._changed.wait()
+
+    def finish(self, job: Any, outcome: Any) -> None:
+        self._senders[job].send_nowait(outcome)
 
 
 class MemoryChild:
@@ -136,7 +190,10 @@ class ScriptedDriver:
     features = Features(steer=True, resume=True, permissions=True, interrupt=True, set_model=True)
 
     def __init__(self, *, handshake: bool = False, steer: bool = True, goodbye: bool = False,
-                 stubborn: bool = False, failures: int = 0) -> None:
+                 stubborn: bool = False, failures: int = 0, work: bool = False) -> None:
+        if work:
+            self.workers: list[MemoryWorker] = []
+            self.worker = self._worker
         self.handshake = handshake
         self.steer = steer
         self.goodbye = goodbye
@@ -168,6 +225,11 @@ class ScriptedDriver:
             yield child
         finally:
             child.die(ExitStatus(reason="killed", signal="SIGKILL"))
+
+    def _worker(self, request: HarnessRequest, ledger: Any = None) -> Any:
+        worker = MemoryWorker()
+        self.workers.append(worker)
+        return worker.block()
 
     async def next_child(self, count: int) -> MemoryChild:
         """The ``count``-th child (1-based), once it was spawned."""

@@ -24,6 +24,7 @@ from actors.session.eventlog import EventLog
 from actors.session import meta as meta_module
 from actors.session.meta import SessionMeta, read_meta
 from protocol import events as ev
+from protocol.errors import ActorGone
 from protocol.messages import SessionPrompt, SessionSetModel
 from actors.session.config import SessionsConfig
 from supervisor.proc.config import ChildrenConfig
@@ -41,15 +42,18 @@ async def inline(call: Callable[[], T]) -> T:
 
 
 def make_session(tmp_path: Path, driver: ScriptedDriver, *, offload: Any = inline, seed: int = 0,
-                 fsync: Callable[[int], None] = lambda fd: None, **settings: Any) -> Session:
+                 fsync: Callable[[int], None] = lambda fd: None, runs_work: bool = False,
+                 after_result: Any = None, **settings: Any) -> Session:
     directory = tmp_path / SID
     meta = SessionMeta(id=SID, harness="scripted", cwd=str(tmp_path), created_at="2026-01-01T00:00:00.000Z",
                        state="starting")
     log, _ = EventLog.open(directory, SID, fsync=fsync, offload=offload if offload is inline else None,
                            durability=settings.get("durability", "turn"))
     deps = SessionDeps(driver=driver, sessions=SessionsConfig(**settings), children=ChildrenConfig(),
-                       ledger=None, directory=directory, offload=offload, rng=random.Random(seed))
-    request = HarnessRequest(session_id=SID, cwd=str(tmp_path), work_dir=str(directory / "harness"))
+                       ledger=None, directory=directory, offload=offload, rng=random.Random(seed),
+                       after_result=after_result)
+    request = HarnessRequest(session_id=SID, cwd=str(tmp_path), work_dir=str(directory / "harness"),
+                             runs_work=runs_work)
     return Session(meta, request, deps, log)
 
 
@@ -323,3 +327,144 @@ async def test_subscribers_wait_for_the_fsync_of_a_turns_end_only_under_event(
             await woken.wait()
             await session.close("c-1")
     assert any(isinstance(e, ev.Result) for e in events(session))
+
+
+async def test_work_runs_beside_the_loop_and_ends_with_its_child(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver(work=True)
+    session = make_session(tmp_path, driver, runs_work=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        one = driver.children[0]
+        [worker] = driver.workers
+        assert worker.opened == 1
+        # A job that blocks (a terminal's wait) does not hold up the loop or a later job.
+        one.emit(type="work", id=1, job="wait")
+        await worker.wait_started("wait")
+        one.emit(type="work", id=2, job="read")
+        await worker.wait_started("read")
+        assert await session.prompt("hi", "c-1") == "prompted"
+        assert await one.next_command() == {"type": "user", "text": "hi"}
+        worker.finish("read", "content")
+        assert await one.next_command() == {"type": "done", "id": 2, "outcome": "content"}
+        # The child dies: its blocked job is cancelled and its worker closed before the next
+        # child starts, with a worker of its own.
+        one.die()
+        two = await driver.next_child(2)
+        assert worker.cancelled == ["wait"] and worker.closed == 1
+        assert len(driver.workers) == 2 and driver.workers[1].opened == 1
+        await session.close("c-1")
+        assert driver.workers[1].closed == 1
+        assert "done" not in two.kinds()
+
+
+async def test_a_session_that_runs_no_work_opens_no_worker(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    driver = ScriptedDriver(work=True)
+    session = make_session(tmp_path, driver)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        await session.close("c-1")
+    assert driver.workers == []
+
+
+def _changed(count: int) -> ev.Workspace:
+    return ev.Workspace(state="changed", branch="corral/x", path="/w", changed_files=count)
+
+
+async def test_the_after_result_hook_runs_beside_the_loop_and_its_event_follows_the_result(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    asked: list[str] = []
+    release = trio.Event()
+
+    async def after_result(session_id: str) -> ev.Event | None:
+        asked.append(session_id)
+        if len(asked) == 1:
+            await release.wait()  # git on a big worktree: the session must not wait for it
+            return _changed(1)
+        return None  # the count did not move
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, after_result=after_result)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        await session.prompt("one", "c-1")
+        child.emit(type="result", stop_reason="end_turn")
+        await until(session, lambda e: isinstance(e, ev.Result))
+        # While the hook runs the session serves the next turn.
+        assert await session.prompt("two", "c-1") == "prompted"
+        assert await child.next_command() == {"type": "user", "text": "one"}
+        assert await child.next_command() == {"type": "user", "text": "two"}
+        child.emit(type="result", stop_reason="end_turn")
+        await trio.testing.wait_all_tasks_blocked()
+        assert asked == [SID] and not any(isinstance(e, ev.Workspace) for e in events(session))
+        release.set()
+        await until(session, lambda e: isinstance(e, ev.Workspace))
+        await trio.testing.wait_all_tasks_blocked()
+        assert asked == [SID, SID]  # the second result ran it once more
+        await session.close("c-1")
+    kinds_ = [k for k in kinds(session) if not k.startswith("status")]
+    assert kinds_ == ["user", "result", "user", "result", "workspace", "exit"]
+    assert [e for e in events(session) if isinstance(e, ev.Workspace)] == [_changed(1)]
+
+
+async def test_an_after_result_hook_that_overruns_is_abandoned_and_the_session_goes_on(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    started: list[float] = []
+    second = trio.Event()
+
+    async def after_result(session_id: str) -> ev.Event | None:
+        started.append(trio.current_time())
+        if len(started) == 1:
+            await trio.sleep_forever()
+        second.set()
+        raise RuntimeError("git is not installed")
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, after_result=after_result)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        for text in ("one", "two"):
+            await session.prompt(text, "c-1")
+            assert await child.next_command() == {"type": "user", "text": text}
+            child.emit(type="result", stop_reason="end_turn")
+            await trio.testing.wait_all_tasks_blocked()
+        await second.wait()
+        assert started[1] - started[0] == actor_module.AFTER_RESULT_TIMEOUT
+        assert await session.prompt("three", "c-1") == "prompted"
+        await session.close("c-1")
+    assert not any(isinstance(e, ev.Workspace) for e in events(session))
+    assert [e.stop_reason for e in events(session) if isinstance(e, ev.Result)] == [
+        "end_turn", "end_turn", "interrupted"]
+
+
+async def test_an_announced_event_is_appended_by_the_loop_in_its_turn(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    gate, armed = trio.Event(), [False]
+
+    async def offload(call: Callable[[], T]) -> T:
+        if armed[0]:
+            await gate.wait()
+        return call()
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, offload=offload)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        armed[0] = True
+        async with trio.open_nursery() as requests:
+            # The loop is busy (a meta write) when the daemon announces a workspace change.
+            requests.start_soon(session.call, SessionSetModel(id=0, session_id=SID, model="m2"), "c-1")
+            await trio.testing.wait_all_tasks_blocked()
+            requests.start_soon(session.announce, _changed(3))
+            await trio.testing.wait_all_tasks_blocked()
+            assert not any(isinstance(e, ev.Workspace) for e in events(session))
+            armed[0] = False
+            gate.set()
+        [announced] = [f for f in session.log.frames_from(1) if isinstance(f.event, ev.Workspace)]
+        assert announced.event == _changed(3) and announced.seq == session.log.last_seq
+        await session.close("c-1")
+    with pytest.raises(ActorGone):
+        await session.announce(_changed(4))

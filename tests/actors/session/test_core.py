@@ -30,9 +30,11 @@ from actors.session.messages import (
     Input,
     Output,
     Request,
+    RunWork,
     SaveMeta,
     Stop,
     Tick,
+    WorkDone,
     Write,
 )
 from actors.session.meta import SessionMeta
@@ -123,6 +125,8 @@ def show(out: Output) -> str:
             return f"write:{gen}:{json.loads(data)['type']}"
         case CloseChild(gen=gen):
             return f"close:{gen}"
+        case RunWork(gen=gen, id=work_id, job=job):
+            return f"run:{gen}:{work_id}:{job}"
         case Answer(result=PromptResult(delivery=delivery)):
             return f"answer:{delivery}"
         case Answer(error=None):
@@ -379,3 +383,19 @@ def test_a_resumed_session_announces_its_first_child_as_restarted_resumed() -> N
     assert d.spawned(gen=2)[:2] == ["meta", "restarted:4"]
     (again,) = [e for e in d.events() if isinstance(e, ev.Restarted)]
     assert again.reason == "killed by SIGKILL"
+
+
+# --- client-side work ---------------------------------------------------------------------
+
+
+def test_work_runs_for_the_generation_that_asked_and_its_outcome_goes_back_to_that_translator() -> None:
+    d = Drive()
+    d.spawned()
+    assert d.frame(type="work", id=1, job="read") == ["run:1:1:read"]
+    assert d.feed(WorkDone(gen=1, id=1, outcome="content")) == ["write:1:done"]
+    assert json.loads(d.last[0].data) == {"type": "done", "id": 1, "outcome": "content"}  # type: ignore[union-attr]
+    # A job of a child that died is dropped: the next child's translator never hears of it.
+    assert d.frame(type="work", id=2, job="wait") == ["run:1:2:wait"]
+    d.exited()
+    d.spawned(gen=2)
+    assert d.feed(WorkDone(gen=1, id=2, outcome="exited")) == []

@@ -306,3 +306,18 @@ def test_an_agent_that_speaks_another_protocol_version_is_an_error_and_never_rea
     (error,) = t.receive(line({"id": 1, "result": {"protocolVersion": 2}}), 0.0)
     assert isinstance(error, Error) and error.code == "omp.protocol.version"
     assert not t.ready
+
+
+def test_the_state_directory_is_refused_before_any_permission_is_asked() -> None:
+    t = opened(runs_work=True, state_dir=f"{CWD}/.state")
+    t.prompt("go", 0.0)
+    out = t.receive(fs_request(1, "fs/write_text_file", path=f"{CWD}/.state/token", content="x"),
+                    0.0)
+    assert not any(isinstance(e, Permission) for e in out)
+    assert [e.phase for e in events(out)] == ["started", "completed"] and events(out)[1].is_error
+    (answer,) = sent(out)
+    assert answer["error"]["code"] == jobs.DENIED
+    assert "state directory" in answer["error"]["message"]
+    (answer,) = sent(t.receive(fs_request(2, "fs/read_text_file",
+                                          path=f"{CWD}/a/../.state/ledger.json"), 0.0))
+    assert "state directory" in answer["error"]["message"]

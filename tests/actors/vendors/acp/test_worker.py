@@ -12,6 +12,7 @@ import trio
 
 from actors.vendors.acp import jobs, open_worker
 from actors.vendors.acp.worker import MAX_OUTPUT
+from supervisor.ledger.store import Ledger
 
 TIMEOUT = 30
 
@@ -98,3 +99,58 @@ async def test_kill_release_and_the_end_of_the_worker_kill_the_whole_group(tmp_p
     gone, alive = psutil.wait_procs([psutil.Process(p) for p in left if psutil.pid_exists(p)],
                                     timeout=10)
     assert alive == []
+
+
+async def test_dot_dot_symlinks_fifos_and_the_state_directory_are_refused_with_a_reason(
+        tmp_path: Path) -> None:
+    root, state = tmp_path / "work", tmp_path / "work" / ".corral"
+    (state / "sessions").mkdir(parents=True)
+    (state / "token").write_text("secret")
+    (root / "out").symlink_to(tmp_path)
+    os.mkfifo(root / "pipe")
+    with trio.fail_after(TIMEOUT):
+        async with open_worker(str(root), {}, state_dir=str(state)) as worker:
+            for path, why in [(f"{root}/../x", "outside"), (f"{root}/out/x", "outside"),
+                              ("/etc/passwd", "outside"), ("x", "not an absolute path"),
+                              (f"{state}/token", "state directory"),
+                              (f"{root}/sub/../.corral/sessions/new", "state directory")]:
+                wrote = await worker.run(jobs.WriteFile(path=path, content="pwned"))
+                read = await worker.run(jobs.ReadFile(path=path))
+                assert isinstance(wrote, jobs.Failed) and why in wrote.message, (path, wrote)
+                assert isinstance(read, jobs.Failed) and why in read.message, (path, read)
+            opened = await worker.run(jobs.OpenTerminal(command="true", cwd=str(state), limit=10))
+            assert isinstance(opened, jobs.Failed) and "state directory" in opened.message
+            fifo = await worker.run(jobs.ReadFile(path=str(root / "pipe")))
+            assert fifo == jobs.Failed(jobs.DENIED, f"{root}/pipe is not a regular file")
+    assert (state / "token").read_text() == "secret"
+    assert not (tmp_path / "x").exists() and not (state / "sessions" / "new").exists()
+
+
+async def test_a_worktree_under_the_state_directory_is_its_own_root(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    tree = state / "worktrees" / "s-1"
+    tree.mkdir(parents=True)
+    (state / "sessions").mkdir()
+    with trio.fail_after(TIMEOUT):
+        async with open_worker(str(tree), {}, state_dir=str(state)) as worker:
+            assert await worker.run(jobs.WriteFile(path=f"{tree}/a", content="1")) == jobs.Done()
+            token = await worker.run(jobs.ReadFile(path=f"{state}/token"))
+            assert isinstance(token, jobs.Failed) and "outside" in token.message
+        # A session whose cwd is a session directory gets nothing of the state directory.
+        async with open_worker(str(state / "sessions"), {}, state_dir=str(state)) as worker:
+            refused = await worker.run(jobs.WriteFile(path=f"{state}/sessions/a", content="1"))
+            assert isinstance(refused, jobs.Failed) and "state directory" in refused.message
+
+
+async def test_terminals_are_recorded_in_the_crash_ledger_until_reaped(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "state")
+    with trio.fail_after(TIMEOUT):
+        async with open_worker(str(tmp_path), {}, ledger=ledger, key="session:s-1") as worker:
+            opened = await worker.run(jobs.OpenTerminal(command="sleep 300", cwd=str(tmp_path),
+                                                        limit=10))
+            assert isinstance(opened, jobs.Done)
+            [row] = ledger.rows()
+            assert row.kind == "acp-terminal" and row.key.startswith("session:s-1:terminal:")
+            pid = row.pid
+        assert ledger.rows() == []
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
