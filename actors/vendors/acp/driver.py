@@ -9,6 +9,7 @@ models the agent offered (``features.models``).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -18,7 +19,9 @@ from importlib import metadata
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
-from .detect import FEATURES, AcpDetector
+from actors.vendors.detection import DetectionCache, Detector
+
+from .detect import ENV_KEYS, FEATURES, probe
 from .launch import build_launch, minute_wait
 from .profiles import Profile
 from .translate import AcpTranslator
@@ -33,12 +36,14 @@ class AcpDriver:
     features: Features = FEATURES
 
     def __init__(self, profile: Profile, *, binary: str | None = None,
-                 detector: AcpDetector | None = None, client_name: str = "corral",
-                 clock: Callable[[], float] = time.time) -> None:
+                 cache: DetectionCache | None = None, detector: Detector | None = None,
+                 client_name: str = "corral", clock: Callable[[], float] = time.time) -> None:
         self.name = profile.name
         self.profile = profile
         self._binary = binary
-        self.detector = detector if detector is not None else AcpDetector(profile, binary=binary)
+        self.detector = detector if detector is not None else Detector(
+            profile.name, functools.partial(probe, profile), binary=binary, env_keys=ENV_KEYS,
+            cache=cache)
         self._client_name = client_name
         self._client_version = _version()
         self._clock = clock

@@ -29,9 +29,8 @@ import json
 import os
 from typing import Any
 
-import msgspec
-
 from actors.harness import HarnessRequest, Launch
+from actors.vendors.options import VendorOptions, home_env, vendor_options
 from protocol.errors import BadRequest
 from protocol.models import McpServer, PermissionMode
 
@@ -67,23 +66,16 @@ _PERMISSION_MODES: dict[PermissionMode, str | None] = {
 }
 
 
-class ClaudeOptions(msgspec.Struct, frozen=True, kw_only=True):
+class ClaudeOptions(VendorOptions, frozen=True, kw_only=True):
     """``session.create`` options the Claude driver understands (others are ignored)."""
 
-    binary: str | None = None
-    home: str | None = None
-    extra_args: list[str] = []
     strict_mcp: bool | None = None
     """Force ``--strict-mcp-config`` on or off; by default it is on exactly when servers are given."""
 
 
 def claude_options(request: HarnessRequest) -> ClaudeOptions:
     """Decode the options this driver reads; a wrong type is a ``bad_request``."""
-    known = {k: v for k, v in request.options.items() if k in ClaudeOptions.__struct_fields__}
-    try:
-        return msgspec.convert(known, ClaudeOptions)
-    except msgspec.ValidationError as exc:
-        raise BadRequest(f"bad options for the claude harness: {exc}") from None
+    return vendor_options(request, ClaudeOptions)
 
 
 def permission_mode_flag(mode: PermissionMode) -> str | None:
@@ -134,8 +126,5 @@ def build_launch(request: HarnessRequest) -> Launch:
         argv.append("--strict-mcp-config")
     argv += options.extra_args
     # An inherited CLAUDECODE makes the child believe it runs inside another Claude Code.
-    env = {"CLAUDECODE": ""}
-    if options.home:
-        env["CLAUDE_CONFIG_DIR"] = options.home
-    env.update(request.env)
+    env = {"CLAUDECODE": "", **request.env, **home_env(options.home, {"CLAUDE_CONFIG_DIR": ""})}
     return Launch(argv=argv, env=env, cwd=request.cwd, files=files)
