@@ -59,10 +59,11 @@ class ProbeFailed(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def run_probe(argv: list[str], env: Mapping[str, str], *, timeout: float,
-                    label: str | None = None) -> Ran | ProbeFailed:
+                    label: str | None = None, merge_stderr: bool = False) -> Ran | ProbeFailed:
     """Run ``argv`` with stdin closed until its stdout ends and it exits, at most ``timeout`` s.
 
-    ``label`` names the probe in reasons (default: the program and its first argument).
+    ``label`` names the probe in reasons (default: the program and its first argument);
+    ``merge_stderr`` sends its stderr into ``stdout`` too, in the order it was written.
     Cancellation: cancelling the caller kills the probe's group and reaps it before returning.
     """
     name = label or _name(argv)
@@ -77,6 +78,8 @@ async def run_probe(argv: list[str], env: Mapping[str, str], *, timeout: float,
         status = await child.wait()
         return Ran(exit_code=status.exit_code, stdout=output.decode("utf-8", "replace"))
 
+    if merge_stderr:  # the shell execs the program: the pid, the group and the kill stay the same
+        argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
     return await _supervised(argv, env, timeout, "raw", talk, name)
 
 
@@ -109,8 +112,10 @@ async def ask_probe(argv: list[str], env: Mapping[str, str], request: bytes,
 
 
 async def probe_version(path: str, env: Mapping[str, str], *, timeout: float) -> str | ProbeFailed:
-    """The first line of ``path --version`` that holds an ``x.y.z``, stripped."""
-    ran = await run_probe([path, "--version"], env, timeout=timeout)
+    """The first line of ``path --version`` that holds an ``x.y.z``, stripped. Its stderr counts
+    too: pi 0.73 prints its version there when stdout is not a terminal."""
+    ran = await run_probe([path, "--version"], env, timeout=timeout, label=f"{path} --version",
+                          merge_stderr=True)
     if isinstance(ran, ProbeFailed):
         return ran
     if ran.exit_code != 0:
