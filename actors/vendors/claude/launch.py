@@ -4,7 +4,8 @@ The command is always the long-lived stream-json mode::
 
     claude -p --input-format stream-json --output-format stream-json --verbose
            --include-partial-messages --replay-user-messages --permission-prompt-tool stdio
-           [--permission-mode M] [--model M] [--resume=ID] [--append-system-prompt TEXT]
+           [--permission-mode M] [--allowedTools=P,…] [--model M] [--resume=ID]
+           [--append-system-prompt TEXT]
            [--mcp-config FILE --strict-mcp-config] [options.extra_args…]
 
 * ``--include-partial-messages`` streams text and thinking as deltas.
@@ -13,6 +14,13 @@ The command is always the long-lived stream-json mode::
 * ``--permission-prompt-tool stdio`` routes permission prompts to us as ``can_use_tool``
   control requests, in every mode (``inherit`` included: the operator's own settings decide
   what is asked, we answer what is).
+* ``--allowedTools=P,…`` carries ``permissions.allow_tools``, in every mode: the CLI then runs
+  those tools without asking at all (the session's policy would allow them anyway, one round
+  trip later). The patterns go verbatim, comma-separated: corral's globs on the tool name that
+  are also Claude rules (``Bash``, ``mcp__fs``, ``mcp__fs__*``) mean the same to both, and a
+  rule in Claude's own syntax (``Bash(git *)``) works for Claude (corral's policy matches tool
+  names only, so it asks for the rest). The ``=`` form keeps the flag from swallowing the next
+  arguments (it is variadic).
 * ``--resume=ID`` uses the ``=`` form so an id can never be parsed as a flag.
 
 Secrets never reach argv: ``request.env`` goes to the environment only, and MCP servers (whose
@@ -110,6 +118,8 @@ def build_launch(request: HarnessRequest) -> Launch:
     mode = permission_mode_flag(request.permissions.mode)
     if mode is not None:
         argv += ["--permission-mode", mode]
+    if request.permissions.allow_tools:
+        argv.append(f"--allowedTools={','.join(request.permissions.allow_tools)}")
     if request.model:
         argv += ["--model", request.model]
     if request.resume:
