@@ -20,9 +20,10 @@ from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
 from actors.vendors.detection import DetectionCache, Detector
+from actors.vendors.options import vendor_options
 
 from .detect import ENV_KEYS, FEATURES, probe
-from .launch import build_launch, minute_wait
+from .launch import AcpOptions, build_launch, minute_wait
 from .profiles import Profile
 from .translate import AcpTranslator
 from .worker import AcpWorker, open_worker
@@ -62,7 +63,9 @@ class AcpDriver:
         return build_launch(request, self.profile, default_binary=binary, wait=wait)
 
     def translator(self, request: HarnessRequest) -> AcpTranslator:
-        """A fresh translator for one child process."""
+        """A fresh translator for one child process (refuses bad options at session.create)."""
+        vendor_options(request, AcpOptions)
+
         def opened(vendor_id: str, models: list[str]) -> None:
             self._opened[request.session_id] = self._clock()
             if models:

@@ -9,7 +9,7 @@ import msgspec
 from actors.harness import HarnessRequest, Launch
 from actors.vendors.claude.detect import ENV_KEYS, FEATURES, HARNESS, probe
 from actors.vendors.detection import DetectionCache, Detector
-from actors.vendors.claude.launch import build_launch
+from actors.vendors.claude.launch import build_launch, claude_options
 from actors.vendors.claude.translate import ClaudeTranslator
 from protocol.models import Detection, Features
 
@@ -43,6 +43,8 @@ class ClaudeDriver:
         return build_launch(self._afresh(request))
 
     def translator(self, request: HarnessRequest) -> ClaudeTranslator:
+        """A fresh translator for one child process (refuses bad options at session.create)."""
+        claude_options(request)
         request = self._afresh(request)
         session_id = request.session_id
         return ClaudeTranslator(request, new_uuid=self._new_uuid,

@@ -13,6 +13,7 @@ from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
 from actors.vendors.detection import DetectionCache, Detector
+from actors.vendors.options import VendorOptions, vendor_options
 
 from .detect import ENV_KEYS, FEATURES, HARNESS, probe
 from .launch import DEFAULT_BINARY, build_launch
@@ -39,7 +40,8 @@ class CodexDriver:
         return build_launch(request, default_binary=binary)
 
     def translator(self, request: HarnessRequest) -> CodexTranslator:
-        """A fresh translator for one child process."""
+        """A fresh translator for one child process (refuses bad options at session.create)."""
+        vendor_options(request, VendorOptions)
         return CodexTranslator(request, client_name=self._client_name,
                                client_version=self._client_version)
 
