@@ -27,10 +27,10 @@ import trio
 
 from protocol.models import Detection
 
-from .probe import ProbeFailed, parse_version
+from .probe import ProbeFailed, parse_version, probe_version
 
 __all__ = ["DEFAULT_TTL", "CacheKey", "DetectionCache", "Detector", "Probe", "cache_key", "find_binary",
-           "judge_version", "with_models"]
+           "judge_version", "probe_cli", "with_models"]
 
 DEFAULT_TTL = 300.0
 """Seconds a verdict is reused: a probe spawns processes, and installs and logins are rare."""
@@ -48,6 +48,24 @@ def cache_key(harness: str, binary: str | None, env: Mapping[str, str], keys: It
     for name in sorted({"PATH", *keys}):
         digest.update(f"{name}\0{env.get(name, '')}\0".encode("utf-8", "surrogateescape"))
     return harness, binary, digest.hexdigest()
+
+
+async def probe_cli(base: Detection, path: str | None, env: Mapping[str, str], *, name: str,
+                    version_timeout: float,
+                    version: Callable[[str], Awaitable[str | ProbeFailed]] | None = None,
+                    models: Callable[[str], Awaitable[list[str] | ProbeFailed]] | None = None,
+                    ) -> Detection:
+    """The usual detection of a CLI at ``path`` (``None``: ``name`` was not found): its version
+    (``path --version``, or ``version(path)``) judged against the floor, then, if it is usable,
+    its models (``models(path)``, optional: see ``with_models``). Cancellation kills the probes."""
+    if path is None:
+        return msgspec.structs.replace(base, reason=f"{name} not found")
+    found = await (version(path) if version is not None else
+                   probe_version(path, env, timeout=version_timeout))
+    verdict = judge_version(base, path, found)
+    if not verdict.available or models is None:
+        return verdict
+    return with_models(verdict, await models(path))
 
 
 def find_binary(binary: str | None, default: str, env: Mapping[str, str]) -> str | None:

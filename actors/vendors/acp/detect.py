@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import msgspec
 
-from actors.vendors.detection import find_binary, judge_version
+from actors.vendors.detection import find_binary, probe_cli
 from actors.vendors.probe import ProbeFailed, package_version, probe_version
 from protocol.models import Detection, Features
 
@@ -40,12 +39,14 @@ async def probe(profile: Profile, binary: str | None, env: Mapping[str, str], *,
     the reason. Cancellation kills the probe."""
     base = Detection(harness=profile.name, available=False, features=FEATURES,
                      min_version=profile.min_version)
-    path = find_binary(binary, profile.binary, env)
-    if path is None:
-        return msgspec.structs.replace(base, reason=f"{binary or profile.binary} not found")
-    version: str | ProbeFailed = ProbeFailed(reason=f"{path} --version prints no version")
-    if "version_from_package" not in profile.quirks:
-        version = await probe_version(path, env, timeout=timeout)
-    if isinstance(version, ProbeFailed) and profile.package is not None:
-        version = package_version(path, profile.package) or version
-    return judge_version(base, path, version)
+
+    async def version(path: str) -> str | ProbeFailed:
+        found: str | ProbeFailed = ProbeFailed(reason=f"{path} --version prints no version")
+        if "version_from_package" not in profile.quirks:
+            found = await probe_version(path, env, timeout=timeout)
+        if isinstance(found, ProbeFailed) and profile.package is not None:
+            found = package_version(path, profile.package) or found
+        return found
+
+    return await probe_cli(base, find_binary(binary, profile.binary, env), env,
+                           name=binary or profile.binary, version_timeout=timeout, version=version)

@@ -19,8 +19,8 @@ from typing import Literal
 
 import msgspec
 
-from actors.vendors.detection import find_binary, judge_version, with_models
-from actors.vendors.probe import ProbeFailed, ask_probe, probe_version
+from actors.vendors.detection import find_binary, probe_cli
+from actors.vendors.probe import ProbeFailed, ask_probe
 from protocol.models import Detection, Features
 
 from .frames import ControlRequest, Initialize, encode_line
@@ -62,13 +62,9 @@ async def probe(binary: str | None, env: Mapping[str, str], *,
     with the reason. Cancellation kills the probes."""
     base = Detection(harness=HARNESS, available=False, features=FEATURES, min_version=MIN_VERSION,
                      login=login_state(env))
-    path = find_binary(binary, "claude", env)
-    if path is None:
-        return msgspec.structs.replace(base, reason=f"{binary or 'claude'} not found")
-    verdict = judge_version(base, path, await probe_version(path, env, timeout=version_timeout))
-    if not verdict.available:
-        return verdict
-    return with_models(verdict, await list_models(path, env, timeout=models_timeout))
+    return await probe_cli(base, find_binary(binary, "claude", env), env, name=binary or "claude",
+                           version_timeout=version_timeout,
+                           models=lambda path: list_models(path, env, timeout=models_timeout))
 
 
 async def list_models(path: str, env: Mapping[str, str], *,

@@ -25,8 +25,8 @@ from typing import Literal
 
 import msgspec
 
-from actors.vendors.detection import judge_version, with_models
-from actors.vendors.probe import ProbeFailed, probe_version, run_probe
+from actors.vendors.detection import probe_cli
+from actors.vendors.probe import ProbeFailed, run_probe
 from protocol.models import Detection, Features
 
 __all__ = ["ENV_KEYS", "FEATURES", "HARNESS", "MIN_VERSION", "find_binary", "list_models",
@@ -58,15 +58,11 @@ async def probe(binary: str | None, env: Mapping[str, str], *,
                 models_timeout: float = MODELS_TIMEOUT) -> Detection:
     """Detect once, uncached; a missing, failing, slow or too-old binary is ``available: false``
     with the reason. Cancellation kills the probes."""
-    path = find_binary(binary, env.get("PATH"))
     base = Detection(harness=HARNESS, available=False, features=FEATURES,
                      min_version=MIN_VERSION, login=login_state(env))
-    if path is None:
-        return _replace(base, reason=f"{binary or 'codex'} not found")
-    verdict = judge_version(base, path, await probe_version(path, env, timeout=version_timeout))
-    if not verdict.available:
-        return verdict
-    return with_models(verdict, await list_models(path, env, timeout=models_timeout))
+    return await probe_cli(base, find_binary(binary, env.get("PATH")), env, name=binary or "codex",
+                           version_timeout=version_timeout,
+                           models=lambda path: list_models(path, env, timeout=models_timeout))
 
 
 async def list_models(path: str, env: Mapping[str, str], *,

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import msgspec
 
-from actors.vendors.detection import find_binary, judge_version
-from actors.vendors.probe import probe_version
+from actors.vendors.detection import find_binary, probe_cli
 from protocol.models import Detection, Features
 
 __all__ = ["ENV_KEYS", "FEATURES", "HARNESS", "MIN_VERSION", "probe"]
@@ -34,7 +32,5 @@ async def probe(binary: str | None, env: Mapping[str, str], *,
     """Detect once, uncached; a missing, failing, slow or too-old binary is ``available: false``
     with the reason. Cancellation kills the probe."""
     base = Detection(harness=HARNESS, available=False, features=FEATURES, min_version=MIN_VERSION)
-    path = find_binary(binary, "opencode", env)
-    if path is None:
-        return msgspec.structs.replace(base, reason=f"{binary or 'opencode'} not found")
-    return judge_version(base, path, await probe_version(path, env, timeout=timeout))
+    return await probe_cli(base, find_binary(binary, "opencode", env), env,
+                           name=binary or "opencode", version_timeout=timeout)

@@ -20,10 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-import msgspec
 
-from actors.vendors.detection import find_binary, judge_version, with_models
-from actors.vendors.probe import ProbeFailed, ask_probe, probe_version
+from actors.vendors.detection import find_binary, probe_cli
+from actors.vendors.probe import ProbeFailed, ask_probe
 from protocol.models import Detection, Features
 
 from . import wire
@@ -59,13 +58,9 @@ async def probe(binary: str | None, env: Mapping[str, str], *,
     and ``reason`` says why its models are missing. Cancellation kills the probes."""
     base = Detection(harness=HARNESS, available=False, features=FEATURES,
                      min_version=MIN_VERSION, login=login_state(env))
-    path = find_binary(binary, "pi", env)
-    if path is None:
-        return msgspec.structs.replace(base, reason=f"{binary or 'pi'} not found")
-    verdict = judge_version(base, path, await probe_version(path, env, timeout=version_timeout))
-    if not verdict.available:
-        return verdict
-    return with_models(verdict, await list_models(path, env, timeout=models_timeout))
+    return await probe_cli(base, find_binary(binary, "pi", env), env, name=binary or "pi",
+                           version_timeout=version_timeout,
+                           models=lambda path: list_models(path, env, timeout=models_timeout))
 
 
 async def list_models(path: str, env: Mapping[str, str], *,
