@@ -122,7 +122,3 @@ def _native_beside(package: Path) -> Path | None:
         if os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def _replace(detection: Detection, **changes: object) -> Detection:
-    return msgspec.structs.replace(detection, **changes)
