@@ -56,16 +56,26 @@ async def probe_cli(base: Detection, path: str | None, env: Mapping[str, str], *
                     models: Callable[[str], Awaitable[list[str] | ProbeFailed]] | None = None,
                     ) -> Detection:
     """The usual detection of a CLI at ``path`` (``None``: ``name`` was not found): its version
-    (``path --version``, or ``version(path)``) judged against the floor, then, if it is usable,
-    its models (``models(path)``, optional: see ``with_models``). Cancellation kills the probes."""
+    (``path --version``, or ``version(path)``) judged against the floor and, if it is usable,
+    its models (``models(path)``, optional: see ``with_models``). Both probes run at once (a
+    slow CLI pays its start-up once, not twice); the models of an unusable CLI are dropped.
+    Cancellation kills the probes."""
     if path is None:
         return msgspec.structs.replace(base, reason=f"{name} not found")
-    found = await (version(path) if version is not None else
-                   probe_version(path, env, timeout=version_timeout))
-    verdict = judge_version(base, path, found)
-    if not verdict.available or models is None:
-        return verdict
-    return with_models(verdict, await models(path))
+    listed: list[list[str] | ProbeFailed] = []
+
+    async def list_models(models: Callable[[str], Awaitable[list[str] | ProbeFailed]]) -> None:
+        listed.append(await models(path))
+
+    async with trio.open_nursery() as nursery:
+        if models is not None:
+            nursery.start_soon(list_models, models)
+        found = await (version(path) if version is not None else
+                       probe_version(path, env, timeout=version_timeout))
+        verdict = judge_version(base, path, found)
+        if not verdict.available:
+            nursery.cancel_scope.cancel()
+    return with_models(verdict, listed[0]) if verdict.available and listed else verdict
 
 
 def find_binary(binary: str | None, default: str, env: Mapping[str, str]) -> str | None:

@@ -40,8 +40,8 @@ _KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKE
 ENV_KEYS = ("HOME", "CLAUDE_CONFIG_DIR", *_KEY_ENV)
 """The variables (beside ``PATH``) that change a verdict: the detection cache keys on them."""
 
-VERSION_TIMEOUT = 10.0
-MODELS_TIMEOUT = 20.0
+VERSION_TIMEOUT = 20.0
+MODELS_TIMEOUT = 20.0  # at once with the version: harness.list answers within a client's 60 s
 _MODELS_ARGS = ("-p", "--input-format", "stream-json", "--output-format", "stream-json",
                 "--verbose")
 _ASK_ID = "corral-models"

@@ -43,8 +43,8 @@ FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, s
 ENV_KEYS = ("HOME", "CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY")
 """The variables (beside ``PATH``) that change a verdict: the detection cache keys on them."""
 
-VERSION_TIMEOUT = 15.0
-MODELS_TIMEOUT = 20.0
+VERSION_TIMEOUT = 20.0
+MODELS_TIMEOUT = 20.0  # at once with the version: harness.list answers within a client's 60 s
 _TARGETS = {
     ("Linux", "x86_64"): ("codex-linux-x64", "x86_64-unknown-linux-musl"),
     ("Linux", "aarch64"): ("codex-linux-arm64", "aarch64-unknown-linux-musl"),

@@ -38,8 +38,8 @@ FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, s
                     mcp=None)
 """What a pi session can do, statically (pi has no MCP client)."""
 
-VERSION_TIMEOUT = 30.0  # pi needs seconds to start on a loaded machine
-MODELS_TIMEOUT = 30.0
+VERSION_TIMEOUT = 20.0  # pi needs seconds to start on a loaded machine
+MODELS_TIMEOUT = 20.0  # at once with the version: harness.list answers within a client's 60 s
 _ASK_ID = "corral-models"
 _KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY",
              "AZURE_OPENAI_API_KEY", "DEEPSEEK_API_KEY", "GROQ_API_KEY", "XAI_API_KEY",

@@ -5,7 +5,14 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from actors.vendors.detection import DetectionCache, Detector, cache_key, judge_version, with_models
+from actors.vendors.detection import (
+    DetectionCache,
+    Detector,
+    cache_key,
+    judge_version,
+    probe_cli,
+    with_models,
+)
 from actors.vendors.probe import ProbeFailed
 from protocol.models import Detection, Features
 
@@ -121,3 +128,41 @@ def test_a_failed_models_probe_keeps_the_cli_available_and_says_why() -> None:
     assert failed.available and failed.features.models == ["a"]
     assert failed.reason == "models not listed: x models did not answer within 2s"
     assert with_models(found, ["b", "c"]).features.models == ["b", "c"]
+
+
+async def test_the_version_and_models_probes_run_at_once(autojump_clock: trio.testing.MockClock) -> None:
+    base = Detection(harness="x", available=False, min_version="1.0.0")
+
+    async def version(path: str) -> str:
+        await trio.sleep(5)
+        return "x 1.2.3"
+
+    async def models(path: str) -> list[str]:
+        await trio.sleep(4)
+        return ["m"]
+
+    found = await probe_cli(base, "/x", {}, name="x", version_timeout=9, version=version, models=models)
+    assert (found.available, found.features.models, trio.current_time()) == (True, ["m"], 5.0)
+
+
+async def test_an_unusable_cli_does_not_wait_for_its_models(autojump_clock: trio.testing.MockClock) -> None:
+    base = Detection(harness="x", available=False, min_version="2.0.0")
+    cancelled: list[bool] = []
+
+    async def version(path: str) -> str:
+        await trio.sleep(1)
+        return "x 1.2.3"
+
+    async def models(path: str) -> list[str]:
+        try:
+            await trio.sleep(100)
+        except trio.Cancelled:
+            cancelled.append(True)
+            raise
+        return ["m"]
+
+    found = await probe_cli(base, "/x", {}, name="x", version_timeout=9, version=version, models=models)
+    assert (found.available, found.reason, found.features.models) == (False, "x 1.2.3 is older than 2.0.0", [])
+    assert trio.current_time() == 1.0 and cancelled == [True]
+    missing = await probe_cli(base, None, {}, name="xx", version_timeout=9, version=version, models=models)
+    assert (missing.available, missing.reason, trio.current_time()) == (False, "xx not found", 1.0)
