@@ -93,6 +93,8 @@ class _Answer(msgspec.Struct):
 
 
 def _models_answer(line: bytes) -> list[str] | None:
+    if not line.lstrip().startswith(b"{"):
+        return None  # not a frame (a warning the CLI printed): wait for the answer
     frame = msgspec.json.decode(line)
     if not isinstance(frame, dict) or frame.get("type") != "control_response":
         return None

@@ -20,7 +20,7 @@ from tests.fakes.claude_offline import INSTALL_HINT, claude_binary
 ANSWERS_INITIALIZE = """
 case "$1" in
   --version) echo "2.1.197 (Claude Code)";;
-  *) read line; echo '{"type":"system","subtype":"noise"}'
+  *) read line; echo 'a warning on stdout'; echo '{"type":"system","subtype":"noise"}'
      echo '{"type":"control_response","response":{"subtype":"success","request_id":"corral-models",'\
 '"response":{"models":[{"value":"default"},{"value":"sonnet"},{"value":"opus[1m]"}]}}}';;
 esac"""
