@@ -34,6 +34,7 @@ from actors.session.sessions import SessionTable
 from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
+from actors.vendors.detection import DetectionCache
 from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
 from actors.vendors.pi import PiDriver
 from actors.workspace import Workspaces, load_workspaces_config
@@ -138,16 +139,19 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
     prices, price_warnings = load_prices()
     for warning in warnings + price_warnings:
         log.warning("config: %s", warning)
-    acp = {name: AcpDriver(profile, binary=_expand(config.harness.get(name, HarnessConfig()).binary))
+    cache = DetectionCache()  # one for every vendor: harness.list and session.create read it
+    acp = {name: AcpDriver(profile, binary=_expand(config.harness.get(name, HarnessConfig()).binary),
+                           cache=cache)
            for name, profile in PROFILES.items()}
     return {
         "fake": FakeDriver(),
-        "claude": ClaudeDriver(binary=_expand(claude.binary)),
-        "codex": CodexDriver(binary=_expand(codex.binary)),
+        "claude": ClaudeDriver(binary=_expand(claude.binary), cache=cache),
+        "codex": CodexDriver(binary=_expand(codex.binary), cache=cache),
         "native": NativeDriver(providers=providers, prices=prices, forks=forks),
         **acp,
-        "pi": PiDriver(binary=_expand(pi.binary)),
-        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary)),
+        "pi": PiDriver(binary=_expand(pi.binary), cache=cache),
+        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary),
+                                   cache=cache),
     }
 
 

@@ -53,7 +53,6 @@ from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, Superv
 __all__ = ["ClosedSession", "SessionTable"]
 
 log = logging.getLogger("corral.sessions")
-_DETECTION_TTL = 30.0
 _LEFT_OPEN = ("daemon_restarted", "daemon_stopped")
 """``closed_reason``s of sessions the user did not close: the daemon crashed or stopped under them."""
 
@@ -76,7 +75,6 @@ class SessionTable:
         self.left_open: list[str] = []
         self._ended = trio.Event()  # set (and replaced) whenever a live session moves to ``ended``
         """Sessions the previous daemon left open (closed at boot): ``resume_on_boot`` resumes them."""
-        self._detections: dict[str, tuple[float, Detection]] = {}
         self._locks: dict[str, trio.Lock] = {}
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
@@ -301,7 +299,7 @@ class SessionTable:
             if shutil.which(os.path.expanduser(binary)) is None:
                 raise HarnessUnavailable(f"{driver.name}: {binary!r} is not an executable")
             return
-        detection = await self._detect(driver.name, driver)
+        detection = await driver.detect()
         if not detection.available:
             raise HarnessUnavailable(f"{driver.name} is not available: {detection.reason or 'not found'}",
                                      data={"harness": driver.name})
@@ -337,19 +335,17 @@ class SessionTable:
         return sorted(every, key=lambda i: (i.created_at, i.id))
 
     async def detections(self) -> list[Detection]:
-        """Every harness's detection, cached for a short while (``--version`` is slow)."""
-        out: list[Detection] = []
-        for name, driver in sorted(self.drivers.items()):
-            out.append(await self._detect(name, driver))
-        return out
+        """Every harness's detection, probed at once (the vendor drivers cache their verdicts
+        in the daemon's one detection cache, ``actors.vendors.detection``)."""
+        found: dict[str, Detection] = {}
 
-    async def _detect(self, name: str, driver: Driver) -> Detection:
-        now = trio.current_time()
-        cached = self._detections.get(name)
-        if cached is None or now - cached[0] > _DETECTION_TTL:
-            cached = (now, await driver.detect())
-            self._detections[name] = cached
-        return cached[1]
+        async def detect(name: str, driver: Driver) -> None:
+            found[name] = await driver.detect()
+
+        async with trio.open_nursery() as nursery:
+            for name, driver in self.drivers.items():
+                nursery.start_soon(detect, name, driver)
+        return [found[name] for name in sorted(found)]
 
 
 def _open_new(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:

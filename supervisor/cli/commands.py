@@ -33,7 +33,7 @@ from protocol.schema import client_protocol_schema
 from supervisor.cli.attach import attach, follow_frames
 from supervisor.client.api import RawEventFrame, open_client
 from supervisor.cli.daemonctl import DaemonRunner, run_foreground, start, status_report, stop
-from supervisor.cli.render import Renderer
+from supervisor.cli.render import Renderer, harness_rows
 from supervisor.excgroup import lone_exception
 from supervisor.cli.workspaces import add_workspace_commands, ask
 from supervisor.statedir import resolve_state_dir
@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "(default: corral/<name or id>)")
     command("ls", _ls, "List sessions.").add_argument("--json", action="store_true",
                                                       help="print JSON")
-    command("harnesses", _harnesses, "List harnesses and whether they are available.")
+    command("harnesses", _harnesses, "List harnesses and whether they are available.").add_argument(
+        "--models", action="store_true", help="add the models each harness offers")
     sub = command("lsp", _lsp, "Language servers: `corral lsp ls` lists them.")
     sub.add_argument("what", choices=("ls",), help="ls: one row per (workspace root, server)")
     sub.add_argument("--json", action="store_true", help="print JSON")
@@ -240,11 +241,7 @@ def _harnesses(args: argparse.Namespace) -> None:
         async with open_client(_state(args)) as client:
             return await client.harnesses()
 
-    rows = [["HARNESS", "AVAILABLE", "VERSION", "PATH / REASON"]]
-    for found in trio.run(fetch):
-        rows.append([found.harness, "yes" if found.available else "no", found.version or "-",
-                     found.path or found.reason or "-"])
-    _table(rows)
+    _table(harness_rows(trio.run(fetch), models=args.models))
 
 
 def _lsp(args: argparse.Namespace) -> None:

@@ -1,4 +1,5 @@
-"""Session events as readable text, for ``corral attach`` and ``corral logs``.
+"""Session events as readable text, for ``corral attach`` and ``corral logs``; and the rows of
+``corral harnesses`` (``harness_rows``).
 
 Assistant and thought deltas are written inline as they arrive; every other event gets a
 line of its own (ending a pending inline line first). A whole ``assistant`` message that
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, TextIO
 
+from protocol.models import Detection
 from protocol.events import (
     Assistant,
     Error,
@@ -35,7 +37,7 @@ from protocol.events import (
     Workspace,
 )
 
-__all__ = ["Renderer", "describe", "short"]
+__all__ = ["Renderer", "describe", "harness_rows", "short"]
 
 _DIM, _RED, _RESET = "\x1b[2m", "\x1b[31m", "\x1b[0m"
 _ERASE_LINE = "\r\x1b[2K"
@@ -183,6 +185,22 @@ def describe(event: Event, *, color: bool = False) -> str:
             return dim(f"· worktree {state}: {branch} at {path} ({changed} changed file(s))")
         case Assistant(text=text) | Thought(text=text):
             return text
+
+
+def harness_rows(found: list[Detection], *, models: bool = False) -> list[list[str]]:
+    """The table of ``corral harnesses``: the path of an available harness, else why not (an
+    available one whose models could not be listed shows that reason after its path);
+    ``models`` adds the models each harness offers."""
+    rows = [["HARNESS", "AVAILABLE", "VERSION", "PATH / REASON", *(["MODELS"] if models else [])]]
+    for one in found:
+        where = one.path or "-"
+        if not one.available:
+            where = one.reason or where
+        elif one.reason:
+            where = f"{where} ({one.reason})"
+        rows.append([one.harness, "yes" if one.available else "no", one.version or "-", where,
+                     *([", ".join(one.features.models) or "-"] if models else [])])
+    return rows
 
 
 def short(value: Any, limit: int = 160) -> str:

@@ -8,7 +8,6 @@ session runs as ``Work``; ``errors`` classifies failures; ``detect`` finds the b
 ``driver`` ties them together.
 """
 
-from .detect import AcpDetector as AcpDetector
 from .detect import FEATURES as FEATURES
 from .driver import AcpDriver as AcpDriver
 from .launch import build_launch as build_launch

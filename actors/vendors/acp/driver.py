@@ -9,6 +9,7 @@ models the agent offered (``features.models``).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -19,8 +20,11 @@ from typing import Any
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
-from .detect import FEATURES, AcpDetector
-from .launch import build_launch, minute_wait
+from actors.vendors.detection import DetectionCache, Detector
+from actors.vendors.options import vendor_options
+
+from .detect import ENV_KEYS, FEATURES, probe
+from .launch import AcpOptions, build_launch, minute_wait
 from .profiles import Profile
 from .translate import AcpTranslator
 from .worker import AcpWorker, open_worker
@@ -34,12 +38,14 @@ class AcpDriver:
     features: Features = FEATURES
 
     def __init__(self, profile: Profile, *, binary: str | None = None,
-                 detector: AcpDetector | None = None, client_name: str = "corral",
-                 clock: Callable[[], float] = time.time) -> None:
+                 cache: DetectionCache | None = None, detector: Detector | None = None,
+                 client_name: str = "corral", clock: Callable[[], float] = time.time) -> None:
         self.name = profile.name
         self.profile = profile
         self._binary = binary
-        self.detector = detector if detector is not None else AcpDetector(profile, binary=binary)
+        self.detector = detector if detector is not None else Detector(
+            profile.name, functools.partial(probe, profile), binary=binary, env_keys=ENV_KEYS,
+            cache=cache)
         self._client_name = client_name
         self._client_version = _version()
         self._clock = clock
@@ -58,7 +64,9 @@ class AcpDriver:
         return build_launch(request, self.profile, default_binary=binary, wait=wait)
 
     def translator(self, request: HarnessRequest) -> AcpTranslator:
-        """A fresh translator for one child process."""
+        """A fresh translator for one child process (refuses bad options at session.create)."""
+        vendor_options(request, AcpOptions)
+
         def opened(vendor_id: str, models: list[str]) -> None:
             self._opened[request.session_id] = self._clock()
             if models:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.harness import HarnessRequest, Launch
+from actors.vendors.options import VendorOptions, home_env, vendor_options
 from protocol.errors import BadRequest
 from protocol.models import McpServer
 
@@ -28,25 +29,23 @@ from .profiles import Profile
 __all__ = ["build_launch", "mcp_servers", "minute_wait"]
 
 
+class AcpOptions(VendorOptions, frozen=True, kw_only=True):
+    """The shared vendor options plus ``auth_method`` (an ``authenticate`` method id)."""
+
+    auth_method: str | None = None
+
+
 def build_launch(request: HarnessRequest, profile: Profile, *, default_binary: str | None = None,
                  wait: float = 0.0) -> Launch:
     """The argv, env overrides and cwd that start ``profile``'s agent for ``request``."""
-    options = request.options
-    binary = _option_str(options, "binary") or default_binary or profile.binary
-    home = _option_str(options, "home")
-    extra = options.get("extra_args", [])
-    if not isinstance(extra, list) or not all(isinstance(arg, str) for arg in extra):
-        raise BadRequest("options.extra_args must be a list of strings")
-    _option_str(options, "auth_method")
-    argv = [binary, *profile.args]
+    options = vendor_options(request, AcpOptions)
+    argv = [options.binary or default_binary or profile.binary, *profile.args]
     if request.model and profile.model_arg is not None:
         argv += [profile.model_arg, request.model]
-    argv += extra
+    argv += options.extra_args
     if wait > 0:
         argv = ["/bin/sh", "-c", 'sleep "$0" && exec "$@"', f"{wait:.1f}", *argv]
-    env = {**profile.env, **request.env}
-    if home:
-        env.update(dict.fromkeys(profile.home_env, home))
+    env = {**profile.env, **request.env, **home_env(options.home, dict.fromkeys(profile.home_env, ""))}
     mcp_servers(request.mcp_servers)  # refuse a bad server list before the spawn
     return Launch(argv=argv, env=env, cwd=request.cwd)
 
@@ -83,9 +82,3 @@ def minute_wait(now: float, opened_at: float | None, launched_at: float | None) 
     boundary = ((opened_at if known and opened_at is not None else now) // 60 + 1) * 60 + 1
     return max(0.0, boundary - now)
 
-
-def _option_str(options: dict[str, Any], key: str) -> str | None:
-    value = options.get(key)
-    if value is None or isinstance(value, str):
-        return value or None
-    raise BadRequest(f"options.{key} must be a string")

@@ -2,8 +2,7 @@
 
 from .detect import FEATURES as FEATURES
 from .detect import MIN_VERSION as MIN_VERSION
-from .detect import Detector as Detector
-from .detect import detect as detect
+from .detect import probe as probe
 from .driver import ClaudeDriver as ClaudeDriver
 from .errors import Classification as Classification
 from .errors import classify as classify

@@ -1,25 +1,31 @@
-"""Detection of Claude Code on this machine: binary, version, version floor, login state.
+"""Detection of Claude Code on this machine: binary, version, floor, login state and models.
 
-``detect`` runs ``<binary> --version`` (bounded by a timeout; cancelling it kills the probe) and
-never reads a token: the login state is only whether a key is in the environment or a
-credentials file exists in the config home. ``Detector`` caches verdicts for a TTL measured on
-the trio clock, because ``harness.list`` may be asked often and a probe spawns a process.
+``probe`` runs ``<binary> --version`` and then asks the CLI which models it accepts: a
+short-lived ``claude -p`` stream-json child gets the ``initialize`` control request and its
+answer lists the models (``--model`` values: aliases such as ``sonnet`` and ``opus[1m]``), read
+offline, with no prompt sent (``actors.vendors.probe``: bounded, group-killed). A model probe
+that fails or is slow leaves the CLI available and says why in ``reason``. The verdict is
+cached by ``actors.vendors.detection`` (``Detector``).
+
+Login state never reads a token: ``logged_in`` when a key or provider switch is in the
+environment, or a credentials file exists in the config home.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
 from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
-import trio
 
+from actors.vendors.detection import find_binary, probe_cli
+from actors.vendors.probe import ProbeFailed, ask_probe
 from protocol.models import Detection, Features
 
-__all__ = ["FEATURES", "HARNESS", "MIN_VERSION", "Detector", "detect", "login_state", "parse_version"]
+from .frames import ControlRequest, Initialize, encode_line
+
+__all__ = ["ENV_KEYS", "FEATURES", "HARNESS", "MIN_VERSION", "list_models", "login_state", "probe"]
 
 HARNESS = "claude"
 MIN_VERSION = "2.1.0"
@@ -31,17 +37,14 @@ FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, s
 
 _KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
             "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY")
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
-_FLOOR = (2, 1, 0)
+ENV_KEYS = ("HOME", "CLAUDE_CONFIG_DIR", *_KEY_ENV)
+"""The variables (beside ``PATH``) that change a verdict: the detection cache keys on them."""
 
-
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    """The first ``X.Y.Z`` in ``text`` as a comparable tuple."""
-    match = _VERSION.search(text)
-    if match is None:
-        return None
-    major, minor, patch = (int(part) for part in match.groups())
-    return major, minor, patch
+VERSION_TIMEOUT = 20.0
+MODELS_TIMEOUT = 20.0  # at once with the version: harness.list answers within a client's 60 s
+_MODELS_ARGS = ("-p", "--input-format", "stream-json", "--output-format", "stream-json",
+                "--verbose")
+_ASK_ID = "corral-models"
 
 
 def login_state(env: Mapping[str, str], config_dir: str | None = None) -> Literal["logged_in", "logged_out"]:
@@ -52,64 +55,52 @@ def login_state(env: Mapping[str, str], config_dir: str | None = None) -> Litera
     return "logged_in" if os.path.exists(os.path.join(home, ".credentials.json")) else "logged_out"
 
 
-async def detect(binary: str | None = None, *, env: Mapping[str, str] | None = None,
-                 timeout: float = 10.0) -> Detection:
-    """Probe ``binary`` (else ``claude`` on ``PATH``); a missing or too-old binary is ``available=False``.
-
-    Cancellation: cancelling the caller kills the ``--version`` probe; a probe that outlives
-    ``timeout`` is killed and reported as unavailable.
-    """
-    environ = dict(os.environ if env is None else env)
-    path = shutil.which(binary or "claude", path=environ.get("PATH"))
+async def probe(binary: str | None, env: Mapping[str, str], *,
+                version_timeout: float = VERSION_TIMEOUT,
+                models_timeout: float = MODELS_TIMEOUT) -> Detection:
+    """Detect once, uncached; a missing, failing, slow or too-old binary is ``available: false``
+    with the reason. Cancellation kills the probes."""
     base = Detection(harness=HARNESS, available=False, features=FEATURES, min_version=MIN_VERSION,
-                     login=login_state(environ))
-    if path is None:
-        return _replace(base, reason=f"{binary or 'claude'} not found on PATH")
-    first_line = ""
-    with trio.move_on_after(timeout) as scope:
-        try:
-            probe = await trio.run_process([path, "--version"], capture_stdout=True, capture_stderr=True,
-                                           check=False, env=environ)
-        except OSError as exc:
-            return _replace(base, path=path, reason=f"cannot run {path}: {exc.strerror or exc}")
-        lines = probe.stdout.decode("utf-8", "replace").strip().splitlines()
-        first_line = lines[0].strip() if lines else ""
-        if probe.returncode != 0:
-            return _replace(base, path=path, reason=f"{path} --version exited with {probe.returncode}")
-    if scope.cancelled_caught:
-        return _replace(base, path=path, reason=f"{path} --version did not answer within {timeout:g}s")
-    version = parse_version(first_line)
-    if version is None:
-        return _replace(base, path=path, version=first_line or None,
-                        reason=f"cannot read a version from {first_line!r}")
-    if version < _FLOOR:
-        return _replace(base, path=path, version=first_line,
-                        reason=f"Claude Code {'.'.join(map(str, version))} is older than {MIN_VERSION}")
-    return _replace(base, path=path, version=first_line, available=True)
+                     login=login_state(env))
+    return await probe_cli(base, find_binary(binary, "claude", env), env, name=binary or "claude",
+                           version_timeout=version_timeout,
+                           models=lambda path: list_models(path, env, timeout=models_timeout))
 
 
-class Detector:
-    """``detect`` with a per-binary cache of ``ttl`` seconds (trio clock); ``invalidate`` drops it."""
-
-    def __init__(self, binary: str | None = None, *, ttl: float = 60.0, timeout: float = 10.0) -> None:
-        self.binary = binary
-        self.ttl = ttl
-        self.timeout = timeout
-        self._cached: tuple[float, Detection] | None = None
-
-    async def detect(self) -> Detection:
-        """The cached verdict while fresh, else a new probe (see ``detect`` for cancellation)."""
-        now = trio.current_time()
-        if self._cached is not None and now < self._cached[0]:
-            return self._cached[1]
-        verdict = await detect(self.binary, timeout=self.timeout)
-        self._cached = (trio.current_time() + self.ttl, verdict)
-        return verdict
-
-    def invalidate(self) -> None:
-        """Forget the cached verdict (after an install, a login or a logout)."""
-        self._cached = None
+async def list_models(path: str, env: Mapping[str, str], *,
+                      timeout: float = MODELS_TIMEOUT) -> list[str] | ProbeFailed:
+    """The ``--model`` values Claude Code offers here (its ``initialize`` answer), without the
+    ``default`` entry (no flag at all); nothing is sent to a model."""
+    ask = encode_line(ControlRequest(request_id=_ASK_ID, request=Initialize()))
+    quiet = {**env, "CLAUDECODE": "", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    return await ask_probe([path, *_MODELS_ARGS], quiet, ask, _models_answer, timeout=timeout,
+                           label="claude initialize")
 
 
-def _replace(detection: Detection, **changes: object) -> Detection:
-    return msgspec.structs.replace(detection, **changes)
+class _Model(msgspec.Struct):
+    value: str
+
+
+class _Init(msgspec.Struct):
+    models: list[_Model] = []
+
+
+class _Answer(msgspec.Struct):
+    subtype: str
+    request_id: str | None = None
+    response: _Init | None = None
+    error: str | None = None
+
+
+def _models_answer(line: bytes) -> list[str] | None:
+    if not line.lstrip().startswith(b"{"):
+        return None  # not a frame (a warning the CLI printed): wait for the answer
+    frame = msgspec.json.decode(line)
+    if not isinstance(frame, dict) or frame.get("type") != "control_response":
+        return None
+    answer = msgspec.convert(frame.get("response"), _Answer)
+    if answer.request_id != _ASK_ID:
+        return None
+    if answer.subtype != "success" or answer.response is None:
+        raise ValueError(answer.error or f"initialize answered {answer.subtype!r}")
+    return [model.value for model in answer.response.models if model.value != "default"]

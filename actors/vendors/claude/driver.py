@@ -7,8 +7,9 @@ from collections.abc import Callable
 import msgspec
 
 from actors.harness import HarnessRequest, Launch
-from actors.vendors.claude.detect import FEATURES, HARNESS, Detector
-from actors.vendors.claude.launch import build_launch
+from actors.vendors.claude.detect import ENV_KEYS, FEATURES, HARNESS, probe
+from actors.vendors.detection import DetectionCache, Detector
+from actors.vendors.claude.launch import build_launch, claude_options
 from actors.vendors.claude.translate import ClaudeTranslator
 from protocol.models import Detection, Features
 
@@ -19,8 +20,8 @@ class ClaudeDriver:
     """Launch builder, translator factory and cached detection for Claude Code.
 
     ``binary`` is what detection probes (sessions pick theirs with ``options.binary``);
-    ``detect_ttl`` bounds how long a detection verdict is reused; ``new_uuid`` pins the uuids
-    of user lines (tests).
+    ``cache`` is the daemon's detection cache (a private one if none); ``new_uuid`` pins the
+    uuids of user lines (tests).
 
     The one piece of state: the conversations a session asked to resume that Claude said it
     does not have (its child was killed before Claude wrote the transcript). The session keeps
@@ -32,9 +33,9 @@ class ClaudeDriver:
     name: str = HARNESS
     features: Features = FEATURES
 
-    def __init__(self, *, binary: str | None = None, detect_ttl: float = 60.0,
+    def __init__(self, *, binary: str | None = None, cache: DetectionCache | None = None,
                  new_uuid: Callable[[], str] | None = None) -> None:
-        self.detector = Detector(binary, ttl=detect_ttl)
+        self.detector = Detector(HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache)
         self._new_uuid = new_uuid
         self._missing: set[tuple[str, str]] = set()
 
@@ -42,6 +43,8 @@ class ClaudeDriver:
         return build_launch(self._afresh(request))
 
     def translator(self, request: HarnessRequest) -> ClaudeTranslator:
+        """A fresh translator for one child process (refuses bad options at session.create)."""
+        claude_options(request)
         request = self._afresh(request)
         session_id = request.session_id
         return ClaudeTranslator(request, new_uuid=self._new_uuid,
@@ -54,4 +57,5 @@ class ClaudeDriver:
         return request
 
     async def detect(self) -> Detection:
+        """Binary, version, floor, login state and models (cached)."""
         return await self.detector.detect()

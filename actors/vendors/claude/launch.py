@@ -4,7 +4,8 @@ The command is always the long-lived stream-json mode::
 
     claude -p --input-format stream-json --output-format stream-json --verbose
            --include-partial-messages --replay-user-messages --permission-prompt-tool stdio
-           [--permission-mode M] [--model M] [--resume=ID] [--append-system-prompt TEXT]
+           [--permission-mode M] [--allowedTools=P,…] [--model M] [--resume=ID]
+           [--append-system-prompt TEXT]
            [--mcp-config FILE --strict-mcp-config] [options.extra_args…]
 
 * ``--include-partial-messages`` streams text and thinking as deltas.
@@ -13,6 +14,13 @@ The command is always the long-lived stream-json mode::
 * ``--permission-prompt-tool stdio`` routes permission prompts to us as ``can_use_tool``
   control requests, in every mode (``inherit`` included: the operator's own settings decide
   what is asked, we answer what is).
+* ``--allowedTools=P,…`` carries ``permissions.allow_tools``, in every mode: the CLI then runs
+  those tools without asking at all (the session's policy would allow them anyway, one round
+  trip later). The patterns go verbatim, comma-separated: corral's globs on the tool name that
+  are also Claude rules (``Bash``, ``mcp__fs``, ``mcp__fs__*``) mean the same to both, and a
+  rule in Claude's own syntax (``Bash(git *)``) works for Claude (corral's policy matches tool
+  names only, so it asks for the rest). The ``=`` form keeps the flag from swallowing the next
+  arguments (it is variadic).
 * ``--resume=ID`` uses the ``=`` form so an id can never be parsed as a flag.
 
 Secrets never reach argv: ``request.env`` goes to the environment only, and MCP servers (whose
@@ -29,9 +37,8 @@ import json
 import os
 from typing import Any
 
-import msgspec
-
 from actors.harness import HarnessRequest, Launch
+from actors.vendors.options import VendorOptions, home_env, vendor_options
 from protocol.errors import BadRequest
 from protocol.models import McpServer, PermissionMode
 
@@ -67,23 +74,16 @@ _PERMISSION_MODES: dict[PermissionMode, str | None] = {
 }
 
 
-class ClaudeOptions(msgspec.Struct, frozen=True, kw_only=True):
+class ClaudeOptions(VendorOptions, frozen=True, kw_only=True):
     """``session.create`` options the Claude driver understands (others are ignored)."""
 
-    binary: str | None = None
-    home: str | None = None
-    extra_args: list[str] = []
     strict_mcp: bool | None = None
     """Force ``--strict-mcp-config`` on or off; by default it is on exactly when servers are given."""
 
 
 def claude_options(request: HarnessRequest) -> ClaudeOptions:
     """Decode the options this driver reads; a wrong type is a ``bad_request``."""
-    known = {k: v for k, v in request.options.items() if k in ClaudeOptions.__struct_fields__}
-    try:
-        return msgspec.convert(known, ClaudeOptions)
-    except msgspec.ValidationError as exc:
-        raise BadRequest(f"bad options for the claude harness: {exc}") from None
+    return vendor_options(request, ClaudeOptions)
 
 
 def permission_mode_flag(mode: PermissionMode) -> str | None:
@@ -118,6 +118,8 @@ def build_launch(request: HarnessRequest) -> Launch:
     mode = permission_mode_flag(request.permissions.mode)
     if mode is not None:
         argv += ["--permission-mode", mode]
+    if request.permissions.allow_tools:
+        argv.append(f"--allowedTools={','.join(request.permissions.allow_tools)}")
     if request.model:
         argv += ["--model", request.model]
     if request.resume:
@@ -134,8 +136,5 @@ def build_launch(request: HarnessRequest) -> Launch:
         argv.append("--strict-mcp-config")
     argv += options.extra_args
     # An inherited CLAUDECODE makes the child believe it runs inside another Claude Code.
-    env = {"CLAUDECODE": ""}
-    if options.home:
-        env["CLAUDE_CONFIG_DIR"] = options.home
-    env.update(request.env)
+    env = {"CLAUDECODE": "", **request.env, **home_env(options.home, {"CLAUDE_CONFIG_DIR": ""})}
     return Launch(argv=argv, env=env, cwd=request.cwd, files=files)

@@ -6,7 +6,6 @@ envelopes and ``messages`` Structs; ``params`` (policy mapping), ``approvals``, 
 failures into stable codes; ``detect`` finds the binary; ``driver`` ties them together.
 """
 
-from .detect import CodexDetector as CodexDetector
 from .detect import FEATURES as FEATURES
 from .detect import MIN_VERSION as MIN_VERSION
 from .driver import CodexDriver as CodexDriver

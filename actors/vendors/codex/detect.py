@@ -1,4 +1,9 @@
-"""Detect Codex on this machine: binary, version, version floor, login state; cached with a TTL.
+"""Detect Codex on this machine: binary, version, version floor, login state and models.
+
+``probe`` runs ``<binary> --version`` and ``<binary> debug models`` (Codex's model catalog as
+JSON, offline) as bounded, group-killed probes (``actors.vendors.probe``); a models probe that
+fails leaves Codex available and says why in ``reason``. ``actors.vendors.detection`` caches
+the verdict.
 
 The npm package installs a Node launcher (``bin/codex.js``) on ``PATH`` that spawns the native
 binary shipped inside the platform package and stays resident beside it. ``find_binary``
@@ -13,17 +18,19 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 import msgspec
-import trio
 
+from actors.vendors.detection import probe_cli
+from actors.vendors.probe import ProbeFailed, run_probe
 from protocol.models import Detection, Features
+
+__all__ = ["ENV_KEYS", "FEATURES", "HARNESS", "MIN_VERSION", "find_binary", "list_models",
+           "login_state", "probe"]
 
 HARNESS = "codex"
 MIN_VERSION = "0.153.0"
@@ -33,11 +40,11 @@ FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, s
                     mcp="codex_config_args")
 """What a Codex session can do, statically."""
 
-DEFAULT_TTL = 300.0
-"""Seconds a detection answers from cache."""
+ENV_KEYS = ("HOME", "CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY")
+"""The variables (beside ``PATH``) that change a verdict: the detection cache keys on them."""
 
-_FLOOR = (0, 153, 0)
-_VERSION_TIMEOUT = 15.0
+VERSION_TIMEOUT = 20.0
+MODELS_TIMEOUT = 20.0  # at once with the version: harness.list answers within a client's 60 s
 _TARGETS = {
     ("Linux", "x86_64"): ("codex-linux-x64", "x86_64-unknown-linux-musl"),
     ("Linux", "aarch64"): ("codex-linux-arm64", "aarch64-unknown-linux-musl"),
@@ -46,61 +53,42 @@ _TARGETS = {
 }
 
 
-class CodexDetector:
-    """Runs detection at most once per ``ttl`` seconds; concurrent callers share one probe."""
-
-    def __init__(self, *, binary: str | None = None, env: Mapping[str, str] | None = None,
-                 ttl: float = DEFAULT_TTL) -> None:
-        self._binary = binary
-        self._env = env
-        self._ttl = ttl
-        self._cached: tuple[float, Detection] | None = None
-        self._lock = trio.Lock()
-
-    @property
-    def binary(self) -> str | None:
-        """The binary the last detection found, if any."""
-        return self._cached[1].path if self._cached is not None else None
-
-    def invalidate(self) -> None:
-        """Forget the cached detection (after an install, a login or a logout)."""
-        self._cached = None
-
-    async def detect(self) -> Detection:
-        """The cached detection, or a fresh probe (runs ``--version``; bounded; cancellable)."""
-        async with self._lock:
-            now = trio.current_time()
-            if self._cached is not None and now - self._cached[0] < self._ttl:
-                return self._cached[1]
-            detection = await probe(self._binary, os.environ if self._env is None else self._env)
-            self._cached = (trio.current_time(), detection)
-            return detection
-
-
-async def probe(binary: str | None, env: Mapping[str, str]) -> Detection:
-    """Detect once, uncached; a missing or failing binary is ``available: false``, not an error."""
-    path = find_binary(binary, env.get("PATH"))
+async def probe(binary: str | None, env: Mapping[str, str], *,
+                version_timeout: float = VERSION_TIMEOUT,
+                models_timeout: float = MODELS_TIMEOUT) -> Detection:
+    """Detect once, uncached; a missing, failing, slow or too-old binary is ``available: false``
+    with the reason. Cancellation kills the probes."""
     base = Detection(harness=HARNESS, available=False, features=FEATURES,
                      min_version=MIN_VERSION, login=login_state(env))
-    if path is None:
-        return _replace(base, reason=f"{binary or 'codex'} not found")
+    return await probe_cli(base, find_binary(binary, env.get("PATH")), env, name=binary or "codex",
+                           version_timeout=version_timeout,
+                           models=lambda path: list_models(path, env, timeout=models_timeout))
+
+
+async def list_models(path: str, env: Mapping[str, str], *,
+                      timeout: float = MODELS_TIMEOUT) -> list[str] | ProbeFailed:
+    """The models Codex offers here: the slugs its model catalog lists for the picker
+    (``codex debug models``, read offline from the catalog the CLI ships or cached; hidden
+    entries, which are internal, left out)."""
+    ran = await run_probe([path, "debug", "models"], env, timeout=timeout, label="codex debug models")
+    if isinstance(ran, ProbeFailed):
+        return ran
+    if ran.exit_code != 0:
+        return ProbeFailed(reason=f"codex debug models exited with {ran.exit_code}")
     try:
-        with trio.fail_after(_VERSION_TIMEOUT):
-            done = await trio.run_process([path, "--version"], capture_stdout=True,
-                                          capture_stderr=True, check=False,
-                                          stdin=subprocess.DEVNULL)
-    except (OSError, trio.TooSlowError) as exc:
-        return _replace(base, path=path, reason=f"{path} --version failed: {type(exc).__name__}")
-    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
-    version = lines[0].strip() if lines else None
-    if done.returncode != 0 or version is None:
-        return _replace(base, path=path, version=version,
-                        reason=f"{path} --version exited with {done.returncode}")
-    number = parse_version(version)
-    if number is None or number < _FLOOR:
-        return _replace(base, path=path, version=version,
-                        reason=f"codex {version!r} is older than {MIN_VERSION} or unreadable")
-    return _replace(base, available=True, path=path, version=version)
+        catalog = msgspec.json.decode(ran.stdout, type=_Catalog)
+    except msgspec.DecodeError as exc:
+        return ProbeFailed(reason=f"codex debug models printed no model catalog: {exc}")
+    return [model.slug for model in catalog.models if model.visibility == "list"]
+
+
+class _Model(msgspec.Struct):
+    slug: str
+    visibility: str = "list"
+
+
+class _Catalog(msgspec.Struct):
+    models: list[_Model]
 
 
 def find_binary(binary: str | None, search_path: str | None) -> str | None:
@@ -114,12 +102,6 @@ def find_binary(binary: str | None, search_path: str | None) -> str | None:
         return found
     native = _native_beside(real.parent.parent)
     return str(native) if native is not None else found
-
-
-def parse_version(text: str) -> tuple[int, ...] | None:
-    """``"codex-cli 0.171.0"`` → ``(0, 171, 0)``; ``None`` when no version number is in it."""
-    match = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
-    return tuple(int(part) for part in match.groups()) if match else None
 
 
 def login_state(env: Mapping[str, str]) -> Literal["logged_in", "logged_out"]:
@@ -140,7 +122,3 @@ def _native_beside(package: Path) -> Path | None:
         if os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def _replace(detection: Detection, **changes: object) -> Detection:
-    return msgspec.structs.replace(detection, **changes)

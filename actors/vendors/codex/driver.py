@@ -12,7 +12,10 @@ from importlib import metadata
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
-from .detect import FEATURES, HARNESS, CodexDetector
+from actors.vendors.detection import DetectionCache, Detector
+from actors.vendors.options import VendorOptions, vendor_options
+
+from .detect import ENV_KEYS, FEATURES, HARNESS, probe
 from .launch import DEFAULT_BINARY, build_launch
 from .translate import CodexTranslator
 
@@ -23,10 +26,11 @@ class CodexDriver:
     name: str = HARNESS
     features: Features = FEATURES
 
-    def __init__(self, *, binary: str | None = None, detector: CodexDetector | None = None,
-                 client_name: str = "corral") -> None:
+    def __init__(self, *, binary: str | None = None, cache: DetectionCache | None = None,
+                 detector: Detector | None = None, client_name: str = "corral") -> None:
         self._binary = binary
-        self._detector = detector if detector is not None else CodexDetector(binary=binary)
+        self._detector = detector if detector is not None else Detector(
+            HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache)
         self._client_name = client_name
         self._client_version = _version()
 
@@ -36,12 +40,13 @@ class CodexDriver:
         return build_launch(request, default_binary=binary)
 
     def translator(self, request: HarnessRequest) -> CodexTranslator:
-        """A fresh translator for one child process."""
+        """A fresh translator for one child process (refuses bad options at session.create)."""
+        vendor_options(request, VendorOptions)
         return CodexTranslator(request, client_name=self._client_name,
                                client_version=self._client_version)
 
     async def detect(self) -> Detection:
-        """Binary, version, floor and login state (cached; runs ``--version`` when stale)."""
+        """Binary, version, floor, login state and models (cached)."""
         return await self._detector.detect()
 
 

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 
 from actors.harness import HarnessRequest, Launch
+from actors.vendors.options import VendorOptions, home_env, vendor_options
 from protocol.errors import BadRequest
 from protocol.models import McpServer
 
@@ -34,20 +35,14 @@ DEFAULT_BINARY = "codex"
 
 def build_launch(request: HarnessRequest, *, default_binary: str = DEFAULT_BINARY) -> Launch:
     """The argv, env overrides and cwd that start ``codex app-server`` for ``request``."""
-    options = request.options
-    binary = _option_str(options.get("binary"), "binary") or default_binary
-    home = _option_str(options.get("home"), "home")
-    extra = options.get("extra_args", [])
-    if not isinstance(extra, list) or not all(isinstance(arg, str) for arg in extra):
-        raise BadRequest("options.extra_args must be a list of strings")
-    argv = [binary, "app-server"]
+    options = vendor_options(request, VendorOptions)
+    argv = [options.binary or default_binary, "app-server"]
     if request.model:
         argv += ["-c", f"model={toml_value(request.model)}"]
     argv += mcp_args(request.mcp_servers)
-    argv += extra
+    argv += options.extra_args
     env = _merge_env(mcp_env(request.mcp_servers), request.env, "env")
-    if home:
-        env["CODEX_HOME"] = home
+    env.update(home_env(options.home, {"CODEX_HOME": ""}))
     return Launch(argv=argv, env=env, cwd=request.cwd)
 
 
@@ -145,8 +140,3 @@ def _bearer_var(name: str) -> str:
 def _header_var(name: str, header: str) -> str:
     return f"CORRAL_MCP_{_env_part(name)}_HEADER_{_env_part(header)}"
 
-
-def _option_str(value: object, key: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value or None
-    raise BadRequest(f"options.{key} must be a string")

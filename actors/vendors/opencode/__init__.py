@@ -7,7 +7,6 @@ client; ``launch`` the server launch and its fingerprint; ``errors``, ``detect``
 """
 
 from .detect import FEATURES as FEATURES
-from .detect import OpenCodeDetector as OpenCodeDetector
 from .driver import OpenCodeDriver as OpenCodeDriver
 from .launch import build_launch as build_launch
 from .launch import fingerprint as fingerprint

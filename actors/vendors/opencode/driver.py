@@ -18,7 +18,9 @@ import trio
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
-from .detect import FEATURES, HARNESS, OpenCodeDetector
+from actors.vendors.detection import DetectionCache, Detector
+
+from .detect import ENV_KEYS, FEATURES, HARNESS, probe
 from .http import HttpError
 from .launch import DEFAULT_BINARY, build_launch
 from .servers import OpenCodeServers
@@ -37,10 +39,11 @@ class OpenCodeDriver:
     features: Features = FEATURES
 
     def __init__(self, servers: OpenCodeServers, *, binary: str | None = None,
-                 detector: OpenCodeDetector | None = None) -> None:
+                 cache: DetectionCache | None = None, detector: Detector | None = None) -> None:
         self.servers = servers
         self._binary = binary
-        self._detector = detector if detector is not None else OpenCodeDetector(binary=binary)
+        self._detector = detector if detector is not None else Detector(
+            HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache)
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The launch of the server ``request`` needs (its fingerprint picks the server)."""
@@ -62,6 +65,7 @@ class OpenCodeDriver:
             yield child
 
     async def detect(self) -> Detection:
+        """Binary, version and floor (cached), with the models the first server offered."""
         return await self._detector.detect()
 
 

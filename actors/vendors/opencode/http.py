@@ -10,17 +10,23 @@ dropped. ``HttpClient.events`` opens a dedicated connection for a ``text/event-s
 yields each event's data (``SseParser`` joins its ``data:`` lines). Every failure of the server
 or the socket is ``HttpError`` (``__cause__`` keeps the original); timeouts are the caller's
 cancel scopes. Basic auth is sent when a password is given (``OPENCODE_SERVER_PASSWORD``).
+
+Bounded like a child's stdout (``limit``, 16 MiB by default): a response body or one event of
+the stream that grows past it is an ``HttpError`` (the server broke its protocol), never a
+memory blow-up; h11 bounds the heads.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 
 import h11
 import trio
 
 from protocol.errors import ProtocolError
+from protocol.framing import DEFAULT_LIMIT
 
 __all__ = ["HttpClient", "HttpError", "SseParser"]
 
@@ -34,35 +40,58 @@ class HttpError(ProtocolError):
 class SseParser:
     """Sans-IO: bytes of an event stream in, the data of each complete event out."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        self._limit = limit
         self._buffer = b""
         self._data: list[bytes] = []
+        self._size = 0  # bytes of data in ``_data``
+        self._overflow = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        """Every event completed by ``chunk``, as its joined ``data`` (comments and ids dropped)."""
+        """Every event completed by ``chunk``, as its joined ``data`` (comments and ids dropped).
+
+        Raises ``HttpError`` once the event being read holds more than ``limit`` bytes (after
+        handing out, first, the events completed before it)."""
+        if self._overflow:
+            raise HttpError(f"an event of the stream exceeds {self._limit} bytes")
         self._buffer += chunk
         out: list[bytes] = []
-        while True:
+        while not self._overflow:
             cut = self._buffer.find(b"\n")
             if cut < 0:
-                return out
+                self._overflow = len(self._buffer) + self._size > self._limit
+                break
             line, self._buffer = self._buffer[:cut].rstrip(b"\r"), self._buffer[cut + 1:]
             if not line:
                 if self._data:
                     out.append(b"\n".join(self._data))
                     self._data = []
+                    self._size = 0
             elif line.startswith(b"data:"):
                 value = line[5:]
                 self._data.append(value[1:] if value.startswith(b" ") else value)
+                self._size += len(self._data[-1]) + 1
+                self._overflow = self._size > self._limit + 1  # the last joiner is not sent
+        if self._overflow:
+            self._buffer, self._data = b"", []
+            if not out:
+                raise HttpError(f"an event of the stream exceeds {self._limit} bytes")
+        return out
+
+    def end(self) -> None:
+        """The stream ended: raises ``HttpError`` if its last event broke the limit."""
+        if self._overflow:
+            raise HttpError(f"an event of the stream exceeds {self._limit} bytes")
 
 
 class HttpClient:
     """Requests to one ``host:port``; keeps idle connections for reuse."""
 
     def __init__(self, host: str, port: int, *, password: str | None = None,
-                 user: str = "opencode") -> None:
+                 user: str = "opencode", limit: int = DEFAULT_LIMIT) -> None:
         self.host = host
         self.port = port
+        self.limit = limit
         self._idle: list[_Connection] = []
         self._headers = [("host", f"{host}:{port}"), ("accept", "application/json")]
         if password:
@@ -91,10 +120,12 @@ class HttpClient:
             status = await conn.open(request)
             if status != 200:
                 raise HttpError(f"GET {target} answered {status}")
-            parser = SseParser()
-            async for chunk in conn.body():
-                for data in parser.feed(chunk):
-                    yield data
+            parser = SseParser(self.limit)
+            async with aclosing(conn.body()) as chunks:
+                async for chunk in chunks:
+                    for data in parser.feed(chunk):
+                        yield data
+            parser.end()
         finally:
             await conn.aclose()
 
@@ -120,12 +151,13 @@ class HttpClient:
             stream = await trio.open_tcp_stream(self.host, self.port)
         except OSError as exc:
             raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        return _Connection(stream)
+        return _Connection(stream, self.limit)
 
 
 class _Connection:
-    def __init__(self, stream: trio.SocketStream) -> None:
+    def __init__(self, stream: trio.SocketStream, limit: int) -> None:
         self._stream = stream
+        self._limit = limit
         self._h11 = h11.Connection(h11.CLIENT)
 
     def reusable(self) -> bool:
@@ -136,8 +168,14 @@ class _Connection:
 
     async def exchange(self, request: h11.Request, body: bytes | None) -> tuple[int, bytes]:
         status = await self.open(request, body)
-        data = b"".join([chunk async for chunk in self.body()])
-        return status, data
+        data = bytearray()
+        async with aclosing(self.body()) as chunks:
+            async for chunk in chunks:
+                data += chunk
+                if len(data) > self._limit:
+                    raise HttpError(f"{request.method.decode()} {request.target.decode()}: "
+                                    f"the response body exceeds {self._limit} bytes")
+        return status, bytes(data)
 
     async def open(self, request: h11.Request, body: bytes | None = None) -> int:
         """Send the request; return the response status once its head arrives."""
@@ -154,7 +192,7 @@ class _Connection:
         except (h11.ProtocolError, trio.BrokenResourceError, OSError) as exc:
             raise HttpError(f"HTTP exchange failed: {exc}") from exc
 
-    async def body(self) -> AsyncIterator[bytes]:
+    async def body(self) -> AsyncGenerator[bytes, None]:
         """The response body's chunks as they arrive."""
         try:
             while True:

@@ -26,6 +26,7 @@ import os
 from typing import Any
 
 from actors.harness import HarnessRequest, Launch
+from actors.vendors.options import VendorOptions, home_env, vendor_options
 from protocol.errors import BadRequest
 from protocol.models import McpServer, PermissionMode
 
@@ -35,27 +36,24 @@ __all__ = ["DEFAULT_BINARY", "build_launch", "fingerprint", "permission_rules",
 DEFAULT_BINARY = "opencode"
 
 
+class OpenCodeOptions(VendorOptions, frozen=True, kw_only=True):
+    """The shared vendor options plus ``config``: OpenCode configuration merged over its own."""
+
+    config: dict[str, Any] = {}
+
+
 def build_launch(request: HarnessRequest, *, default_binary: str = DEFAULT_BINARY) -> Launch:
     """The argv, env overrides and cwd of the server ``request`` needs."""
-    options = request.options
-    binary = _option_str(options.get("binary"), "binary") or default_binary
-    home = _option_str(options.get("home"), "home")
-    extra = options.get("extra_args", [])
-    if not isinstance(extra, list) or not all(isinstance(arg, str) for arg in extra):
-        raise BadRequest("options.extra_args must be a list of strings")
-    config = options.get("config", {})
-    if not isinstance(config, dict):
-        raise BadRequest("options.config must be an object (OpenCode configuration)")
+    options = vendor_options(request, OpenCodeOptions)
     if request.model:
         split_model(request.model)
     env = dict(request.env)
-    content = {**config, **({"mcp": mcp_config(request.mcp_servers)} if request.mcp_servers else {})}
+    content = {**options.config, **({"mcp": mcp_config(request.mcp_servers)} if request.mcp_servers else {})}
     if content:
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps(content, sort_keys=True)
-    if home:
-        env["XDG_CONFIG_HOME"] = os.path.join(home, "config")
-        env["XDG_DATA_HOME"] = os.path.join(home, "data")
-    argv = [binary, "serve", "--hostname", "127.0.0.1", "--port", "0", *extra]
+    env.update(home_env(options.home, {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data"}))
+    argv = [options.binary or default_binary, "serve", "--hostname", "127.0.0.1", "--port", "0",
+            *options.extra_args]
     return Launch(argv=argv, env=env, cwd=repository_root(request.cwd))
 
 
@@ -113,8 +111,3 @@ def repository_root(cwd: str) -> str:
             return os.path.abspath(cwd)
         path = parent
 
-
-def _option_str(value: object, key: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value or None
-    raise BadRequest(f"options.{key} must be a string")

@@ -46,7 +46,8 @@ _URL = re.compile(rb"https?://([0-9.]+|\[[0-9a-f:]+\]|localhost):(\d+)")
 
 
 class ServerSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Bounds of one server: start-up wait, close grace, per-session event backlog."""
+    """Bounds of one server: start-up wait, close grace, per-session event backlog, and the
+    largest frame it may send (a stdout line, an HTTP response body, one event of its stream)."""
 
     startup_timeout: float = 60.0
     shutdown: float = 5.0
@@ -150,7 +151,8 @@ class OpenCodeServer:
                 try:
                     with trio.fail_after(self.settings.startup_timeout):
                         host, port = await _read_url(child)
-                    self._client = HttpClient(host, port, password=password)
+                    self._client = HttpClient(host, port, password=password,
+                                              limit=self.settings.frame_limit)
                     async with trio.open_nursery() as nursery:
 
                         async def pump(*, task_status: trio.TaskStatus[None]) -> None:

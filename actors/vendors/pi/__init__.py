@@ -8,7 +8,6 @@ the binary, its version and models, ``driver`` ties them together.
 
 from .detect import FEATURES as FEATURES
 from .detect import MIN_VERSION as MIN_VERSION
-from .detect import PiDetector as PiDetector
 from .driver import PiDriver as PiDriver
 from .errors import Classification as Classification
 from .errors import classify as classify

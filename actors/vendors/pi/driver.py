@@ -10,7 +10,9 @@ from __future__ import annotations
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
-from .detect import FEATURES, HARNESS, PiDetector
+from actors.vendors.detection import DetectionCache, Detector
+
+from .detect import ENV_KEYS, FEATURES, HARNESS, probe
 from .launch import DEFAULT_BINARY, build_launch
 from .translate import PiTranslator
 
@@ -23,9 +25,11 @@ class PiDriver:
     name: str = HARNESS
     features: Features = FEATURES
 
-    def __init__(self, *, binary: str | None = None, detector: PiDetector | None = None) -> None:
+    def __init__(self, *, binary: str | None = None, cache: DetectionCache | None = None,
+                 detector: Detector | None = None) -> None:
         self._binary = binary
-        self._detector = detector if detector is not None else PiDetector(binary=binary)
+        self._detector = detector if detector is not None else Detector(
+            HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache)
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The argv/env/cwd for ``request``; pure apart from reading the last detection."""

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from actors.harness import HarnessRequest, Launch
+from actors.vendors.options import VendorOptions, home_env, vendor_options
 from protocol.errors import BadRequest
 
 __all__ = ["DEFAULT_BINARY", "GATE", "build_launch", "gated"]
@@ -44,15 +45,10 @@ def gated(request: HarnessRequest) -> bool:
 
 def build_launch(request: HarnessRequest, *, default_binary: str = DEFAULT_BINARY) -> Launch:
     """The argv, env overrides and cwd that start ``pi --mode rpc`` for ``request``."""
-    options = request.options
-    binary = _option_str(options.get("binary"), "binary") or default_binary
-    home = _option_str(options.get("home"), "home")
-    extra = options.get("extra_args", [])
-    if not isinstance(extra, list) or not all(isinstance(arg, str) for arg in extra):
-        raise BadRequest("options.extra_args must be a list of strings")
+    options = vendor_options(request, VendorOptions)
     if request.mcp_servers:
         raise BadRequest("pi has no MCP client: mcp_servers must be empty for harness pi")
-    argv = [binary, "--mode", "rpc"]
+    argv = [options.binary or default_binary, "--mode", "rpc"]
     if gated(request):
         argv += ["-e", str(GATE)]
     if request.model:
@@ -61,14 +57,7 @@ def build_launch(request: HarnessRequest, *, default_binary: str = DEFAULT_BINAR
         argv += ["--session", request.resume]
     if request.instructions:
         argv += ["--append-system-prompt", request.instructions]
-    argv += extra
-    env = dict(request.env)
-    if home:
-        env["PI_CODING_AGENT_DIR"] = home
+    argv += options.extra_args
+    env = {**request.env, **home_env(options.home, {"PI_CODING_AGENT_DIR": ""})}
     return Launch(argv=argv, env=env, cwd=request.cwd)
 
-
-def _option_str(value: object, key: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value or None
-    raise BadRequest(f"options.{key} must be a string")

@@ -18,7 +18,8 @@ from protocol.events import (
     Usage,
     User,
 )
-from supervisor.cli.render import Renderer, describe, short
+from protocol.models import Detection, Features
+from supervisor.cli.render import Renderer, describe, harness_rows, short
 
 
 def _render(*events: object, color: bool = False) -> str:
@@ -119,3 +120,24 @@ def test_short_cuts_and_flattens() -> None:
     assert short("x" * 200, 10) == "x" * 9 + "…"
     assert short(None) == ""
     assert short({"a": [1, 2]}) == '{"a": [1, 2]}'
+
+
+def test_harness_rows_say_why_a_harness_is_unavailable_and_list_models() -> None:
+    found = [
+        Detection(harness="claude", available=True, version="2.1.197 (Claude Code)", path="/bin/claude",
+                  features=Features(models=["sonnet", "haiku"])),
+        Detection(harness="pi", available=False, path="/bin/pi",
+                  reason="/bin/pi --version did not answer within 30s"),
+        Detection(harness="codex", available=True, version="codex-cli 0.171.0", path="/bin/codex",
+                  reason="models not listed: codex debug models exited with 1"),
+        Detection(harness="grok", available=False, reason="grok not found"),
+    ]
+    assert harness_rows(found, models=True) == [
+        ["HARNESS", "AVAILABLE", "VERSION", "PATH / REASON", "MODELS"],
+        ["claude", "yes", "2.1.197 (Claude Code)", "/bin/claude", "sonnet, haiku"],
+        ["pi", "no", "-", "/bin/pi --version did not answer within 30s", "-"],
+        ["codex", "yes", "codex-cli 0.171.0",
+         "/bin/codex (models not listed: codex debug models exited with 1)", "-"],
+        ["grok", "no", "-", "grok not found", "-"],
+    ]
+    assert [len(row) for row in harness_rows(found)] == [4] * 5

@@ -3,6 +3,7 @@ TTL cache and the models a live session offered."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -12,8 +13,18 @@ import msgspec
 import trio
 import trio.testing
 
-from actors.vendors.acp import PROFILES, AcpDetector, AcpDriver
-from actors.vendors.acp.detect import package_version, parse_version
+from actors.vendors.acp import PROFILES, AcpDriver
+from actors.vendors.acp.detect import ENV_KEYS, probe
+from actors.vendors.acp.profiles import Profile
+from actors.vendors.detection import Detector
+from actors.vendors.probe import package_version, parse_version
+
+
+def detector(profile: Profile, *, binary: str | None = None,
+             env: dict[str, str] | None = None) -> Detector:
+    """The detector an ``AcpDriver`` of ``profile`` holds, with a private cache."""
+    return Detector(profile.name, functools.partial(probe, profile), binary=binary, env=env,
+                    env_keys=ENV_KEYS)
 
 
 def script(path: Path, body: str) -> Path:
@@ -23,19 +34,19 @@ def script(path: Path, body: str) -> Path:
 
 
 async def test_an_absent_binary_is_unavailable(tmp_path: Path) -> None:
-    detector = AcpDetector(PROFILES["grok"], env={"PATH": str(tmp_path)})
-    detection = await detector.detect()
+    grok = detector(PROFILES["grok"], env={"PATH": str(tmp_path)})
+    detection = await grok.detect()
     assert (detection.harness, detection.available, detection.reason) == (
         "grok", False, "grok not found")
 
 
 async def test_a_version_below_the_floor_is_unavailable_with_the_reason(tmp_path: Path) -> None:
     old = script(tmp_path / "gemini", "print('0.50.2')")
-    detection = await AcpDetector(PROFILES["gemini"], binary=str(old)).detect()
+    detection = await detector(PROFILES["gemini"], binary=str(old)).detect()
     assert (detection.available, detection.version) == (False, "0.50.2")
     assert detection.reason == "gemini 0.50.2 is older than 0.61.0"
     new = script(tmp_path / "copilot", "print('GitHub Copilot CLI 1.0.102.')")
-    detection = await AcpDetector(PROFILES["copilot"], binary=str(new)).detect()
+    detection = await detector(PROFILES["copilot"], binary=str(new)).detect()
     assert (detection.available, detection.version, detection.path) == (
         True, "GitHub Copilot CLI 1.0.102.", str(new))
 
@@ -51,7 +62,7 @@ async def test_claude_acp_takes_its_version_from_the_package(tmp_path: Path) -> 
     assert package_version(str(link), "@zed-industries/claude-code-acp") == "0.16.2"
     assert package_version(str(link), "other") is None
     env = {"PATH": f"{tmp_path}{os.pathsep}/usr/bin"}
-    detection = await AcpDetector(PROFILES["claude-acp"], env=env).detect()
+    detection = await detector(PROFILES["claude-acp"], env=env).detect()
     assert (detection.available, detection.version, detection.path) == (True, "0.16.2", str(link))
 
 

@@ -103,6 +103,26 @@ async def test_bash_allow_deny_and_another_turn_on_one_process(tmp_path: Path, b
         assert earlier in flat
 
 
+async def test_allow_tools_reach_the_cli_which_then_does_not_ask(tmp_path: Path, binary: str) -> None:
+    async with running(bash("echo allowed > allowed.txt"), text("Done.")) as server:
+        request = make_request(tmp_path, server.port, binary,
+                               permissions=Permissions(mode="ask", allow_tools=["Bash", "mcp__fs__*"]))
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                live: LiveClaude = await nursery.start(LiveClaude(request, stderr_path=tmp_path / "stderr").run)
+                await live.wait_ready()
+                await live.call("prompt", text="write allowed.txt")
+                # Without --allowedTools the CLI asks (a Permission) and, unanswered, never ends the turn.
+                ended = await live.wait_for(lambda e: isinstance(e, (Permission, Result)))
+                assert await live.close() == 0
+                nursery.cancel_scope.cancel()
+    dump = events_json(live.events)
+    assert isinstance(ended, Result) and not ended.is_error, dump
+    assert (Path(request.cwd) / "allowed.txt").read_text() == "allowed\n"
+    assert [(t.name, t.phase, t.is_error) for t in live.events if isinstance(t, Tool)] == [
+        ("Bash", "started", False), ("Bash", "completed", False)], dump
+
+
 async def test_launch_options_reach_the_real_cli(tmp_path: Path, binary: str) -> None:
     frames: list[str] = []
     async with running(bash('echo "$CORRAL_PROBE" > env.txt'), text("Done.")) as server:

@@ -40,6 +40,16 @@ def test_permission_modes(mode: Any, flag: list[str]) -> None:
     assert "--permission-prompt-tool" in argv  # asked prompts still reach us in every mode
 
 
+@pytest.mark.parametrize("mode", ["ask", "auto_edit", "auto", "inherit"])
+def test_allow_tools_become_one_allowed_tools_flag_in_every_mode(mode: Any) -> None:
+    patterns = ["Bash", "mcp__fs__*", "Bash(git *)"]
+    argv = build_launch(request(permissions=Permissions(mode=mode, allow_tools=patterns),
+                                options={"extra_args": ["--verbose"]})).argv
+    assert argv.count("--allowedTools=Bash,mcp__fs__*,Bash(git *)") == 1
+    assert argv[-1] == "--verbose"  # the variadic flag never swallows what follows
+    assert not any(arg.startswith("--allowedTools") for arg in build_launch(request()).argv)
+
+
 def test_model_resume_instructions_and_extra_args_in_order() -> None:
     launch = build_launch(request(
         model="claude-sonnet-4-5", resume="-dash-leading-id", instructions="Be terse.\nUse British spelling.",

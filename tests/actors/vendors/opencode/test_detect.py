@@ -6,8 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from actors.vendors.opencode import OpenCodeDetector
-from actors.vendors.opencode.detect import MIN_VERSION, probe
+from actors.vendors.detection import DetectionCache, Detector
+from actors.vendors.opencode.detect import ENV_KEYS, HARNESS, MIN_VERSION, probe
 
 
 def fake_opencode(tmp: Path, version: str) -> str:
@@ -29,8 +29,8 @@ async def test_version_floor_and_missing_binary(tmp_path: Path) -> None:
 
 
 async def test_models_seen_by_a_session_join_the_cached_detection(tmp_path: Path) -> None:
-    detector = OpenCodeDetector(binary=fake_opencode(tmp_path, "1.18.33"),
-                                env={"PATH": os.environ["PATH"]}, ttl=3600)
+    detector = Detector(HARNESS, probe, binary=fake_opencode(tmp_path, "1.18.33"),
+                        env={"PATH": os.environ["PATH"]}, env_keys=ENV_KEYS, cache=DetectionCache(3600))
     assert (await detector.detect()).features.models == []
     detector.models = ["p/m"]
     assert (await detector.detect()).features.models == ["p/m"]

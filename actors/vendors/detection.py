@@ -1,0 +1,200 @@
+"""Detection shared by every vendor: one TTL cache of verdicts, and the detector each driver holds.
+
+A vendor's detection is a pure-ish ``probe(binary, env) -> Detection`` in its own ``detect``
+module (find the binary, ``actors.vendors.probe`` for its version and models, the version floor,
+the login state). What is the same for all of them lives here:
+
+* ``DetectionCache``: the daemon's one cache of verdicts, keyed by ``(harness, binary, digest of
+  the env that matters)``: the configured binary name or path, and a hash of the variables the
+  vendor's detection reads (``PATH``, its config-home and key variables; hashed so the key holds
+  no secret). A verdict is reused for ``ttl`` seconds of the trio clock; concurrent callers of
+  one key share one probe. ``actors.app`` builds one and gives it to every vendor driver, so
+  ``harness.list`` and the availability check of ``session.create`` read the same verdicts.
+* ``Detector``: what a driver holds: its probe, binary, env keys and the cache; ``detect()`` is
+  the cached verdict plus the models sessions reported (ACP and OpenCode learn theirs only
+  from a live session); ``binary`` is the path the last verdict found (launches default to it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+import msgspec
+import trio
+
+from protocol.models import Detection
+
+from .probe import ProbeFailed, parse_version, probe_version
+
+__all__ = ["DEFAULT_TTL", "CacheKey", "DetectionCache", "Detector", "Probe", "cache_key", "find_binary",
+           "judge_version", "probe_cli", "with_models"]
+
+DEFAULT_TTL = 300.0
+"""Seconds a verdict is reused: a probe spawns processes, and installs and logins are rare."""
+
+CacheKey = tuple[str, str | None, str]
+"""``(harness, configured binary or None, hex digest of the env that matters)``."""
+
+Probe = Callable[[str | None, Mapping[str, str]], Awaitable[Detection]]
+"""A vendor's uncached detection: ``probe(binary, env)``; never raises for a missing binary."""
+
+
+def cache_key(harness: str, binary: str | None, env: Mapping[str, str], keys: Iterable[str]) -> CacheKey:
+    """The cache key of one detection: ``PATH`` and ``keys`` of ``env``, hashed."""
+    digest = hashlib.sha256()
+    for name in sorted({"PATH", *keys}):
+        digest.update(f"{name}\0{env.get(name, '')}\0".encode("utf-8", "surrogateescape"))
+    return harness, binary, digest.hexdigest()
+
+
+async def probe_cli(base: Detection, path: str | None, env: Mapping[str, str], *, name: str,
+                    version_timeout: float,
+                    version: Callable[[str], Awaitable[str | ProbeFailed]] | None = None,
+                    models: Callable[[str], Awaitable[list[str] | ProbeFailed]] | None = None,
+                    ) -> Detection:
+    """The usual detection of a CLI at ``path`` (``None``: ``name`` was not found): its version
+    (``path --version``, or ``version(path)``) judged against the floor and, if it is usable,
+    its models (``models(path)``, optional: see ``with_models``). Both probes run at once (a
+    slow CLI pays its start-up once, not twice); the models of an unusable CLI are dropped.
+    Cancellation kills the probes."""
+    if path is None:
+        return msgspec.structs.replace(base, reason=f"{name} not found")
+    listed: list[list[str] | ProbeFailed] = []
+
+    async def list_models(models: Callable[[str], Awaitable[list[str] | ProbeFailed]]) -> None:
+        listed.append(await models(path))
+
+    async with trio.open_nursery() as nursery:
+        if models is not None:
+            nursery.start_soon(list_models, models)
+        found = await (version(path) if version is not None else
+                       probe_version(path, env, timeout=version_timeout))
+        verdict = judge_version(base, path, found)
+        if not verdict.available:
+            nursery.cancel_scope.cancel()
+    return with_models(verdict, listed[0]) if verdict.available and listed else verdict
+
+
+def find_binary(binary: str | None, default: str, env: Mapping[str, str]) -> str | None:
+    """``binary`` (else ``default``) as an executable path: a path is taken as it is, a bare
+    name is looked up on ``env``'s ``PATH``; ``None`` when there is no such executable."""
+    name = os.path.expanduser(binary or default)
+    if os.sep in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    return shutil.which(name, path=env.get("PATH", ""))
+
+
+def judge_version(base: Detection, path: str, version: str | ProbeFailed) -> Detection:
+    """``base`` (harness, features, floor in ``min_version``, login) judged on a version probe:
+    ``available`` with ``path`` and ``version``, or not, with the reason (a failed or timed-out
+    probe, an unreadable version, a version below the floor)."""
+    if isinstance(version, ProbeFailed):
+        return msgspec.structs.replace(base, path=path, reason=version.reason)
+    number = parse_version(version)
+    if number is None:
+        return msgspec.structs.replace(base, path=path, reason=f"cannot read a version from {version!r}")
+    floor = parse_version(base.min_version) if base.min_version else None
+    if floor is not None and number < floor:
+        return msgspec.structs.replace(
+            base, path=path, version=version, available=False,
+            reason=f"{base.harness} {'.'.join(map(str, number))} is older than {base.min_version}")
+    return msgspec.structs.replace(base, path=path, version=version, available=True, reason=None)
+
+
+def with_models(verdict: Detection, models: list[str] | ProbeFailed) -> Detection:
+    """``verdict`` with ``features.models`` from a models probe. The probe is optional: one that
+    failed or timed out leaves the verdict as it was (an installed CLI stays available) and
+    says why in ``reason``."""
+    if isinstance(models, ProbeFailed):
+        return msgspec.structs.replace(verdict, reason=f"models not listed: {models.reason}")
+    features = msgspec.structs.replace(verdict.features, models=models)
+    return msgspec.structs.replace(verdict, features=features)
+
+
+class DetectionCache:
+    """Verdicts by ``CacheKey``, each reused for ``ttl`` seconds (trio clock)."""
+
+    def __init__(self, ttl: float = DEFAULT_TTL) -> None:
+        self.ttl = ttl
+        self._verdicts: dict[CacheKey, tuple[float, Detection]] = {}
+        self._locks: dict[CacheKey, trio.Lock] = {}
+
+    async def get(self, key: CacheKey, probe: Callable[[], Awaitable[Detection]]) -> Detection:
+        """The fresh verdict for ``key``, or ``await probe()`` (stored). Concurrent callers of
+        one key wait for the one probe. Cancellation: a cancelled probe stores nothing."""
+        lock = self._locks.setdefault(key, trio.Lock())
+        async with lock:
+            found = self.peek(key)
+            if found is not None:
+                return found
+            verdict = await probe()
+            self._verdicts[key] = (trio.current_time() + self.ttl, verdict)
+            return verdict
+
+    def peek(self, key: CacheKey) -> Detection | None:
+        """The verdict for ``key`` if it is still fresh, without probing."""
+        entry = self._verdicts.get(key)
+        if entry is None or trio.current_time() >= entry[0]:
+            return None
+        return entry[1]
+
+    def last(self, key: CacheKey) -> Detection | None:
+        """The latest verdict for ``key``, fresh or not (what a launch may default to)."""
+        entry = self._verdicts.get(key)
+        return entry[1] if entry is not None else None
+
+    def invalidate(self, harness: str | None = None) -> None:
+        """Forget the verdicts of ``harness`` (all when ``None``): after an install or a login."""
+        for key in [k for k in self._verdicts if harness is None or k[0] == harness]:
+            del self._verdicts[key]
+
+
+class Detector:
+    """One harness's detection through a ``DetectionCache`` (a private one if none is given).
+
+    ``env`` is the environment the probe sees (default: the daemon's, read at each call);
+    ``env_keys`` the variables of it, beside ``PATH``, that change the verdict.
+    """
+
+    def __init__(self, harness: str, probe: Probe, *, binary: str | None = None,
+                 env: Mapping[str, str] | None = None, env_keys: Iterable[str] = (),
+                 cache: DetectionCache | None = None) -> None:
+        self.harness = harness
+        self.models: list[str] = []
+        """Models a live session reported (ACP, OpenCode); shown while the verdict is available."""
+        self._probe = probe
+        self._binary = binary
+        self._env = env
+        self._env_keys = tuple(env_keys)
+        self._cache = cache if cache is not None else DetectionCache()
+
+    @property
+    def binary(self) -> str | None:
+        """The executable the latest verdict found, if any."""
+        found = self._cache.last(self._key(self._environ()))
+        return found.path if found is not None else None
+
+    def invalidate(self) -> None:
+        """Forget this harness's verdicts (after an install, a login or a logout)."""
+        self._cache.invalidate(self.harness)
+
+    async def detect(self) -> Detection:
+        """The cached verdict, or a fresh probe (bounded by the probe's own timeouts).
+
+        Cancellation: cancelling the caller kills the probe's children; nothing is cached.
+        """
+        env = self._environ()
+        verdict = await self._cache.get(self._key(env), lambda: self._probe(self._binary, env))
+        if self.models and verdict.available and not verdict.features.models:
+            features = msgspec.structs.replace(verdict.features, models=list(self.models))
+            return msgspec.structs.replace(verdict, features=features)
+        return verdict
+
+    def _environ(self) -> Mapping[str, str]:
+        return os.environ if self._env is None else self._env
+
+    def _key(self, env: Mapping[str, str]) -> CacheKey:
+        return cache_key(self.harness, self._binary, env, self._env_keys)

@@ -1,0 +1,179 @@
+"""Probes for detection: short-lived children that say which version or which models a CLI has.
+
+A probe is a supervised child like any other (``supervisor.proc.open_child``): it runs in a new
+session and process group, dies with the daemon (SIGKILL as its parent-death signal), and
+however the probe ends — an answer, end of output, its timeout, the caller's cancellation — the
+block ends with a brutal close (``shutdown=0``): SIGKILL to the group and to every descendant
+that left it, then the reap. Nothing a probe starts outlives it. Probes are not written to the
+crash ledger: each lives for seconds, under a timeout, and dies with the daemon by signal.
+
+Every probe returns a value, never raises for a failure of the probed program: ``ProbeFailed``
+carries a reason a user can act on (``pi --version did not answer within 30s``), and
+``timed_out`` tells a slow program from a broken one. Output is bounded (``OUTPUT_LIMIT``).
+
+* ``run_probe(argv, env, timeout)``: stdin closed, stdout collected until it ends → ``Ran``.
+* ``ask_probe(argv, env, request, answer, timeout)``: one request written to a JSON-lines
+  child, its stdout lines fed to ``answer`` until it returns something.
+* ``probe_version(path, env, timeout)``: ``PATH --version``'s first line holding ``x.y.z``.
+* ``package_version(binary, package)``: the ``version`` of the npm package that ships a binary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import msgspec
+import trio
+
+from protocol.errors import CorralError
+from supervisor.proc import ProcessChild, ProcessSpec, open_child
+
+__all__ = ["OUTPUT_LIMIT", "ProbeFailed", "Ran", "ask_probe", "package_version", "parse_version",
+           "probe_version", "run_probe"]
+
+OUTPUT_LIMIT = 4 << 20
+"""The most stdout a probe keeps (bytes); more is a failed probe, not a memory blow-up."""
+
+T = TypeVar("T")
+
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+class Ran(msgspec.Struct, frozen=True, kw_only=True):
+    """A probe that ran to its end: its exit code and what it printed on stdout."""
+
+    exit_code: int | None
+    stdout: str
+
+
+class ProbeFailed(msgspec.Struct, frozen=True, kw_only=True):
+    """A probe that gave no usable answer; ``reason`` is for people (it names no secret)."""
+
+    reason: str
+    timed_out: bool = False
+
+
+async def run_probe(argv: list[str], env: Mapping[str, str], *, timeout: float,
+                    label: str | None = None, merge_stderr: bool = False) -> Ran | ProbeFailed:
+    """Run ``argv`` with stdin closed until its stdout ends and it exits, at most ``timeout`` s.
+
+    ``label`` names the probe in reasons (default: the program and its first argument);
+    ``merge_stderr`` sends its stderr into ``stdout`` too, in the order it was written.
+    Cancellation: cancelling the caller kills the probe's group and reaps it before returning.
+    """
+    name = label or _name(argv)
+    output = bytearray()
+
+    async def talk(child: ProcessChild) -> Ran | ProbeFailed:
+        await child.close_stdin()
+        async for chunk in child.frames():
+            output.extend(chunk)
+            if len(output) > OUTPUT_LIMIT:
+                return ProbeFailed(reason=f"{name} printed more than {OUTPUT_LIMIT} bytes")
+        status = await child.wait()
+        return Ran(exit_code=status.exit_code, stdout=output.decode("utf-8", "replace"))
+
+    if merge_stderr:  # the shell execs the program: the pid, the group and the kill stay the same
+        argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
+    return await _supervised(argv, env, timeout, "raw", talk, name)
+
+
+async def ask_probe(argv: list[str], env: Mapping[str, str], request: bytes,
+                    answer: Callable[[bytes], T | None], *, timeout: float,
+                    label: str | None = None) -> T | ProbeFailed:
+    """Write ``request`` to a JSON-lines child and feed its stdout lines to ``answer`` until it
+    returns something other than ``None`` (the result); at most ``timeout`` seconds.
+
+    ``answer`` may raise ``ValueError`` (``msgspec.DecodeError`` is one) for a line it cannot
+    read: that is a failed probe. ``label`` and cancellation: as ``run_probe``.
+    """
+    name = label or _name(argv)
+
+    async def talk(child: ProcessChild) -> T | ProbeFailed:
+        await child.send(request)
+        async for line in child.frames():
+            if not line.strip():
+                continue
+            try:
+                found = answer(line)
+            except ValueError as exc:
+                return ProbeFailed(reason=f"{name} answered garbage: {exc}")
+            if found is not None:
+                return found
+        status = await child.wait()
+        return ProbeFailed(reason=f"{name} exited ({_how(status.exit_code)}) without answering")
+
+    return await _supervised(argv, env, timeout, "ndjson", talk, name)
+
+
+async def probe_version(path: str, env: Mapping[str, str], *, timeout: float) -> str | ProbeFailed:
+    """The first line of ``path --version`` that holds an ``x.y.z``, stripped. Its stderr counts
+    too: pi 0.73 prints its version there when stdout is not a terminal."""
+    ran = await run_probe([path, "--version"], env, timeout=timeout, label=f"{path} --version",
+                          merge_stderr=True)
+    if isinstance(ran, ProbeFailed):
+        return ran
+    if ran.exit_code != 0:
+        return ProbeFailed(reason=f"{path} --version exited ({_how(ran.exit_code)})")
+    for line in ran.stdout.splitlines():
+        if parse_version(line) is not None:
+            return line.strip()
+    first = ran.stdout.strip().splitlines()[:1]
+    return ProbeFailed(reason=f"cannot read a version from {path} --version: {first[0] if first else ''!r}")
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """The first ``x.y.z`` in ``text`` as a comparable tuple (``"codex-cli 0.171.0"`` → ``(0, 171, 0)``)."""
+    match = _VERSION.search(text)
+    if match is None:
+        return None
+    major, minor, patch = (int(part) for part in match.groups())
+    return major, minor, patch
+
+
+def package_version(binary: str, package: str) -> str | None:
+    """The ``version`` of npm package ``package`` that ships ``binary`` (bin link resolved)."""
+    directory = Path(binary).resolve().parent
+    for folder in (directory, *directory.parents):
+        try:
+            data = json.loads((folder / "package.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("name") == package:
+            version = data.get("version")
+            return version if isinstance(version, str) else None
+    return None
+
+
+async def _supervised(argv: list[str], env: Mapping[str, str], timeout: float,
+                      framing: Literal["raw", "ndjson"],
+                      talk: Callable[[ProcessChild], Awaitable[T | ProbeFailed]],
+                      name: str) -> T | ProbeFailed:
+    """Spawn ``argv`` as a brutal-close child with exactly ``env``, run ``talk`` on it under
+    ``timeout``; the block's end kills the group and reaps it (also on cancellation)."""
+    # ``env`` is the whole environment: variables of the daemon's own that it lacks are removed.
+    overrides: dict[str, str | None] = {name: None for name in os.environ if name not in env}
+    overrides.update(env)
+    spec = ProcessSpec(key=f"probe:{os.path.basename(argv[0])}", kind="probe", argv=argv,
+                       env=overrides, shutdown=0, framing=framing, frame_limit=OUTPUT_LIMIT,
+                       death_signal="SIGKILL")
+    with trio.move_on_after(timeout):
+        try:
+            async with open_child(spec) as child:
+                return await talk(child)
+        except CorralError as exc:  # launch failed, or a line longer than the limit
+            return ProbeFailed(reason=f"{name}: {exc.message}")
+    return ProbeFailed(reason=f"{name} did not answer within {timeout:g}s", timed_out=True)
+
+
+def _name(argv: list[str]) -> str:
+    return " ".join([os.path.basename(argv[0]), *argv[1:2]])
+
+
+def _how(exit_code: int | None) -> str:
+    return f"status {exit_code}" if exit_code is not None else "killed by a signal"
