@@ -200,7 +200,8 @@ _BRACE = re.compile(r"\{([^{}]*)\}")
 
 def _braces(pattern: str) -> list[str]:
     """``src/*.{ts,tsx}`` → ``src/*.ts``, ``src/*.tsx`` (bounded to 64 results)."""
-    out, todo = [], [pattern]
+    out: list[str] = []
+    todo = [pattern]
     while todo and len(out) < 64:
         item = todo.pop(0)
         found = _BRACE.search(item)
