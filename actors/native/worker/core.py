@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import msgspec
 from google.adk.agents.callback_context import CallbackContext
@@ -43,6 +44,7 @@ from protocol.native import (
 )
 
 from .agent import APP_NAME, USER_ID, CodingTool, ModelSlot, build_app
+from .depth import Depth
 from .events import EventMapper
 from .store import JsonlSessionService, StoreCorrupt, new_session_id
 from .turn import Turn
@@ -74,8 +76,10 @@ class Worker:
     """See the module docstring."""
 
     def __init__(self, emit: Callable[[Event], None], *,
-                 model_factory: ModelFactory = default_model) -> None:
+                 model_factory: ModelFactory = default_model,
+                 environ: Mapping[str, str] | None = None) -> None:
         self._emit = emit
+        self._environ = os.environ if environ is None else environ
         self._model_factory = model_factory
         self._start: Start | None = None
         self._runner: Runner | None = None
@@ -165,14 +169,16 @@ class Worker:
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
         tools = [CodingTool(spec, workspace, self._gate) for spec in TOOLS]
-        system = _SYSTEM.format(cwd=workspace.root)
-        if start.instructions:
-            system += "\n\n" + start.instructions
-        app = build_app(self._slot, list(tools), instruction=lambda _ctx: system,
-                        before_model=self._before_model, thinking=start.thinking)
+        depth = Depth(start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
+                      system=_SYSTEM.format(cwd=workspace.root),
+                      session_instructions=start.instructions, active_tools=start.tools)
+        app = build_app(self._slot, list(tools), instruction=depth.instruction,
+                        before_model=[self._before_model, depth.before_model],
+                        before_tool=depth.before_tool, after_tool=depth.after_tool,
+                        thinking=start.thinking)
         self._runner = Runner(app=app, session_service=store)
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
-                        tools=[spec.name for spec in TOOLS]))
+                        tools=depth.tool_names([spec.name for spec in TOOLS])))
 
     async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
         wanted = start.session_id

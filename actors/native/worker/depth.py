@@ -1,0 +1,109 @@
+"""What surrounds the loop of one native session, as ADK callbacks: instruction files, the tool
+policy they carry, and the session's active tool set.
+
+* ``instruction``: the agent's instruction provider. ADK calls it for every model call, so a
+  nested file activated by the previous tool call is in the very next request. The text is the
+  base system prompt, the discovered instruction files least- to most-specific
+  (``actors.native.context``), then the session's own ``instructions``. New warnings of
+  discovery and assembly become ``error`` events with ``native.context.*`` codes (the turn
+  goes on: they are warnings).
+* ``before_model``: drops the declarations of tools the model may not see now (not in the
+  active tool set, or hidden by a policy) from the request, and from its tool table, so a call
+  to one is an unknown tool.
+* ``before_tool``: rechecks the tool and its complete arguments against the active tool set and
+  the policy, before the permission gate; a refusal is the call's error result.
+* ``after_tool``: the ``path`` a tool worked on is a touch, which may activate nested files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_context import ToolContext
+
+from actors.native.context import Discovery, Instructions
+from protocol.events import Error, Event
+from protocol.native_context import ContextSettings
+
+__all__ = ["Depth"]
+
+
+class Depth:
+    """See the module docstring."""
+
+    def __init__(self, cwd: str, *, settings: ContextSettings, environ: Mapping[str, str],
+                 emit: Callable[[Event], None], system: str, session_instructions: str | None,
+                 active_tools: Collection[str] | None = None) -> None:
+        self._emit = emit
+        self._system = system
+        self._own = session_instructions
+        self._active = None if active_tools is None else frozenset(active_tools)
+        self.instructions: Instructions | None = None
+        if settings.instructions:
+            home = environ.get("HOME")
+            codex = environ.get("CODEX_HOME")
+            self.instructions = Instructions(Discovery(
+                Path(cwd), home=Path(home) if home else None, settings=settings,
+                codex_home=Path(codex) if codex else None))
+
+    def tool_names(self, names: list[str]) -> list[str]:
+        """The tools of ``names`` the model may see now."""
+        names = [n for n in names if self._active is None or n in self._active]
+        if self.instructions is not None:
+            names = self.instructions.policy.visible(names)
+        return names
+
+    def instruction(self, _context: ReadonlyContext | None = None) -> str:
+        """The system instruction for the next model call (see the module docstring)."""
+        parts = [self._system]
+        if self.instructions is not None:
+            assembled, warnings = self.instructions.assemble()
+            for warning in warnings:
+                self._emit(Error(code=f"native.{warning.code}", error_class="unknown",
+                                 message=str(warning)))
+            if assembled.text:
+                parts.append(assembled.text)
+        if self._own:
+            parts.append(self._own)
+        return "\n\n".join(parts)
+
+    async def before_model(self, context: CallbackContext,
+                           request: LlmRequest) -> LlmResponse | None:
+        """Leave out the declarations of tools the model may not see now."""
+        shown = set(self.tool_names(list(request.tools_dict)))
+        for name in [n for n in request.tools_dict if n not in shown]:
+            del request.tools_dict[name]
+        for tool in request.config.tools or []:
+            declarations = getattr(tool, "function_declarations", None)
+            if declarations:
+                tool.function_declarations = [d for d in declarations if d.name in shown]
+        if request.config.tools:
+            request.config.tools = [t for t in request.config.tools
+                                    if getattr(t, "function_declarations", None) != []]
+        return None
+
+    async def before_tool(self, tool: BaseTool, args: dict[str, Any],
+                          tool_context: ToolContext) -> dict[str, Any] | None:
+        """``None`` lets the call run; else its error result."""
+        if self._active is not None and tool.name not in self._active:
+            return {"error": f"{tool.name} is not among this session's tools"}
+        if self.instructions is not None:
+            reason = self.instructions.policy.check(tool.name, args)
+            if reason is not None:
+                return {"error": f"{reason}; this call did not run"}
+        return None
+
+    async def after_tool(self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext,
+                         response: dict[str, Any]) -> dict[str, Any] | None:
+        """A tool's ``path`` argument is a touch; the result is left as it is."""
+        path = args.get("path")
+        if self.instructions is not None and isinstance(path, str) and path:
+            self.instructions.touch(path)
+        return None

@@ -1,0 +1,124 @@
+"""Instruction files, their tool policies and the active tool set through the worker's ADK agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from protocol.events import Error, Init
+from protocol.native_context import ContextSettings
+from tests.fakes.model_script import call, say
+
+from .workerkit import WorkerRig, result, run, tools
+
+
+def put(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def system(request: Any) -> str:
+    return str(request.config.system_instruction or "")
+
+
+def declared(request: Any) -> list[str]:
+    return [d.name for t in (request.config.tools or []) for d in (t.function_declarations or [])]
+
+
+def repo(tmp: Path) -> Path:
+    cwd = tmp / "cwd"
+    (cwd / ".git").mkdir(parents=True)
+    return cwd
+
+
+def test_instruction_files_reach_the_model_and_nested_ones_after_a_touch(tmp_path: Path) -> None:
+    cwd = repo(tmp_path)
+    put(tmp_path / "home" / ".claude" / "CLAUDE.md", "USER RULES")
+    put(cwd / "AGENTS.md", "ROOT RULES")
+    put(cwd / "pkg" / "AGENTS.md", "PKG RULES")
+    put(cwd / "pkg" / "f.txt", "x\n")
+    script = [call("read", path="pkg/f.txt"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script) as rig:
+            await rig.turn("go")
+            first, second = (system(r) for r in rig.llm.requests)
+        assert "USER RULES" in first and "ROOT RULES" in first and "PKG RULES" not in first
+        assert first.index("corral's coding agent") < first.index("USER RULES") \
+            < first.index("ROOT RULES")
+        assert second.index("USER RULES") < second.index("ROOT RULES") < second.index("PKG RULES")
+
+    run(body)
+
+
+def test_a_policy_hides_tools_and_rechecks_arguments_before_the_call(tmp_path: Path) -> None:
+    cwd = repo(tmp_path)
+    put(cwd / "AGENTS.md", "---\nallowed-tools: Read, Bash(echo:*)\n---\nonly reading")
+    script = [call("bash", command="touch made-it"), call("bash", command="echo fine"),
+              call("write", path="new.txt", content="x"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script) as rig:
+            events = await rig.turn("go")
+            requests = rig.llm.requests
+        init = next(e for e in rig.events if isinstance(e, Init))
+        assert init.tools == ["read", "bash"]
+        assert declared(requests[0]) == ["read", "bash"]
+        done = tools(events, "completed")
+        assert [(t.name, t.is_error) for t in done] == [
+            ("bash", True), ("bash", False), ("write", True)]
+        assert "not allowed here by AGENTS.md" in done[0].output
+        assert "fine" in done[1].output
+        assert not (cwd / "made-it").exists() and not (cwd / "new.txt").exists()
+        assert result(events).stop_reason == "end_turn"
+
+    run(body)
+
+
+def test_a_budget_eviction_is_reported_as_a_context_warning(tmp_path: Path) -> None:
+    cwd = repo(tmp_path)
+    put(tmp_path / "home" / ".codex" / "AGENTS.md", "u" * 500)
+    put(cwd / "AGENTS.md", "ROOT")
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [say("ok")],
+                             context=ContextSettings(max_bytes=200)) as rig:
+            events = await rig.turn("go")
+            prompt = system(rig.llm.requests[0])
+        warnings = [e for e in events if isinstance(e, Error)]
+        assert [w.code for w in warnings] == ["native.context.budget_evicted"]
+        assert "~/.codex/AGENTS.md" in warnings[0].message
+        assert "ROOT" in prompt and "uuuu" not in prompt
+
+    run(body)
+
+
+def test_instruction_discovery_can_be_turned_off(tmp_path: Path) -> None:
+    cwd = repo(tmp_path)
+    put(cwd / "AGENTS.md", "---\nallowed-tools: Read\n---\nROOT RULES")
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [say("ok")],
+                             context=ContextSettings(instructions=False)) as rig:
+            await rig.turn("go")
+            request = rig.llm.requests[0]
+        assert "ROOT RULES" not in system(request)
+        assert declared(request) == ["read", "write", "edit", "bash", "grep", "find", "ls"]
+
+    run(body)
+
+
+def test_the_active_tool_set_limits_what_the_model_sees_and_may_call(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    script = [call("bash", command="touch made-it"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script, tools=["read", "ls"]) as rig:
+            events = await rig.turn("go")
+            request = rig.llm.requests[0]
+        init = next(e for e in rig.events if isinstance(e, Init))
+        assert init.tools == ["read", "ls"] and declared(request) == ["read", "ls"]
+        assert [(t.name, t.is_error) for t in tools(events, "completed")] == [("bash", True)]
+        assert not (tmp_path / "cwd" / "made-it").exists()
+
+    run(body)
