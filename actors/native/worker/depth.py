@@ -27,6 +27,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
+from google.genai import types
 
 from actors.native.context import Discovery, Instructions
 from protocol.events import Error, Event
@@ -80,13 +81,16 @@ class Depth:
         shown = set(self.tool_names(list(request.tools_dict)))
         for name in [n for n in request.tools_dict if n not in shown]:
             del request.tools_dict[name]
+        kept: list[Any] = []
         for tool in request.config.tools or []:
-            declarations = getattr(tool, "function_declarations", None)
-            if declarations:
-                tool.function_declarations = [d for d in declarations if d.name in shown]
+            if isinstance(tool, types.Tool) and tool.function_declarations:
+                tool.function_declarations = [d for d in tool.function_declarations
+                                              if d.name in shown]
+                if not tool.function_declarations:
+                    continue
+            kept.append(tool)
         if request.config.tools:
-            request.config.tools = [t for t in request.config.tools
-                                    if getattr(t, "function_declarations", None) != []]
+            request.config.tools = kept
         return None
 
     async def before_tool(self, tool: BaseTool, args: dict[str, Any],
