@@ -15,3 +15,7 @@ from .policy import PolicySet as PolicySet
 from .policy import ToolPolicy as ToolPolicy
 from .policy import parse_policy as parse_policy
 from .policy import tool_name as tool_name
+from .skills import Catalog as Catalog
+from .skills import SkillError as SkillError
+from .skills import SkillRecord as SkillRecord
+from .skills import discover_skills as discover_skills
