@@ -45,6 +45,7 @@ from protocol.native import (
 
 from .agent import APP_NAME, USER_ID, CodingTool, ModelSlot, build_app
 from .depth import Depth
+from .skills import SKILL_TOOLS
 from .events import EventMapper
 from .store import JsonlSessionService, StoreCorrupt, new_session_id
 from .turn import Turn
@@ -168,17 +169,17 @@ class Worker:
         self._gate = Gate(start.permissions)
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
-        tools = [CodingTool(spec, workspace, self._gate) for spec in TOOLS]
         depth = Depth(start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
                       system=_SYSTEM.format(cwd=workspace.root),
                       session_instructions=start.instructions, active_tools=start.tools)
+        tools = [*(CodingTool(spec, workspace, self._gate) for spec in TOOLS), *depth.tools]
         app = build_app(self._slot, list(tools), instruction=depth.instruction,
                         before_model=[self._before_model, depth.before_model],
                         before_tool=depth.before_tool, after_tool=depth.after_tool,
                         thinking=start.thinking)
         self._runner = Runner(app=app, session_service=store)
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
-                        tools=depth.tool_names([spec.name for spec in TOOLS])))
+                        tools=depth.tool_names([tool.name for tool in tools])))
 
     async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
         wanted = start.session_id
@@ -206,7 +207,7 @@ class Worker:
         if self._turn is not None or not self._queued or start is None or runner is None \
                 or store is None or gate is None:
             return
-        kinds = {spec.name: spec.kind for spec in TOOLS}
+        kinds = {spec.name: spec.kind for spec in TOOLS} | dict.fromkeys(SKILL_TOOLS, "read")
         turn = Turn(self._queued.popleft(), runner=runner, session_id=self._session_id,
                     store=store, mapper=EventMapper(kinds), gate=gate,
                     account=TurnAccount(start.prices), emit=self._emit)

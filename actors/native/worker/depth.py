@@ -13,6 +13,8 @@ policy they carry, and the session's active tool set.
 * ``before_tool``: rechecks the tool and its complete arguments against the active tool set and
   the policy, before the permission gate; a refusal is the call's error result.
 * ``after_tool``: the ``path`` a tool worked on is a touch, which may activate nested files.
+* ``tools``: the skill tools (``worker.skills``) when the session has skills; discovery warnings
+  of skills are reported with the instructions' at the first model call.
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from actors.native.context import Discovery, Instructions
+from actors.native.context import Discovery, Instructions, discover_skills, repo_root
 from protocol.events import Error, Event
 from protocol.native_context import ContextSettings
+
+from .skills import skill_tools
 
 __all__ = ["Depth"]
 
@@ -47,12 +51,16 @@ class Depth:
         self._own = session_instructions
         self._active = None if active_tools is None else frozenset(active_tools)
         self.instructions: Instructions | None = None
+        home = Path(environ["HOME"]) if environ.get("HOME") else None
         if settings.instructions:
-            home = environ.get("HOME")
             codex = environ.get("CODEX_HOME")
             self.instructions = Instructions(Discovery(
-                Path(cwd), home=Path(home) if home else None, settings=settings,
+                Path(cwd), home=home, settings=settings,
                 codex_home=Path(codex) if codex else None))
+        self.catalog = discover_skills(settings, home=home, repo_root=repo_root(Path(cwd)),
+                                       environ=environ)
+        self.tools = skill_tools(self.catalog, settings.max_file_bytes)
+        self._unreported = list(self.catalog.warnings)
 
     def tool_names(self, names: list[str]) -> list[str]:
         """The tools of ``names`` the model may see now."""
@@ -64,13 +72,15 @@ class Depth:
     def instruction(self, _context: ReadonlyContext | None = None) -> str:
         """The system instruction for the next model call (see the module docstring)."""
         parts = [self._system]
+        warnings, self._unreported = self._unreported, []
         if self.instructions is not None:
-            assembled, warnings = self.instructions.assemble()
-            for warning in warnings:
-                self._emit(Error(code=f"native.{warning.code}", error_class="unknown",
-                                 message=str(warning)))
+            assembled, fresh = self.instructions.assemble()
+            warnings += fresh
             if assembled.text:
                 parts.append(assembled.text)
+        for warning in warnings:
+            self._emit(Error(code=f"native.{warning.code}", error_class="unknown",
+                             message=str(warning)))
         if self._own:
             parts.append(self._own)
         return "\n\n".join(parts)

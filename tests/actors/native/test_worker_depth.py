@@ -122,3 +122,40 @@ def test_the_active_tool_set_limits_what_the_model_sees_and_may_call(tmp_path: P
         assert not (tmp_path / "cwd" / "made-it").exists()
 
     run(body)
+
+
+def test_skill_tools_exist_only_with_skills_and_serve_bodies_and_resources(tmp_path: Path) -> None:
+    skills = tmp_path / "home" / ".claude" / "skills" / "review"
+    put(skills / "SKILL.md", "---\nname: review\ndescription: Review a change\n---\nBe thorough.")
+    put(skills / "ref" / "checklist.md", "1. tests")
+    script = [call("list_skills"), call("load_skill", name="review"),
+              call("load_skill_resource", name="review", path="ref/checklist.md"),
+              call("load_skill_resource", name="review", path="../../CLAUDE.md"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script) as rig:
+            events = await rig.turn("go")
+            request = rig.llm.requests[0]
+        init = next(e for e in rig.events if isinstance(e, Init))
+        assert init.tools[-3:] == ["list_skills", "load_skill", "load_skill_resource"]
+        assert declared(request)[-3:] == init.tools[-3:]
+        done = tools(events, "completed")
+        assert [(t.name, t.kind, t.is_error) for t in done] == [
+            ("list_skills", "read", False), ("load_skill", "read", False),
+            ("load_skill_resource", "read", False), ("load_skill_resource", "read", True)]
+        assert "claude:user:review" in done[0].output and "Review a change" in done[0].output
+        assert "Be thorough." in done[1].output and "ref/checklist.md" in done[1].output
+        assert done[2].output == "1. tests"
+        assert "skills.resource_outside" in done[3].output
+
+    run(body)
+
+
+def test_no_skills_no_skill_tools(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [say("ok")]) as rig:
+            await rig.turn("go")
+        init = next(e for e in rig.events if isinstance(e, Init))
+        assert init.tools == ["read", "write", "edit", "bash", "grep", "find", "ls"]
+
+    run(body)
