@@ -9,6 +9,7 @@ server's ``[daemon]`` among them, which no other module of ``actors`` may import
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
@@ -27,6 +28,7 @@ from actors.fake import FakeDriver
 from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import NativeConfig, decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
+from actors.native import skillscmd
 from actors.native.forkservice import ForkServer
 from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
@@ -73,7 +75,7 @@ from protocol.messages import (
 from protocol.models import SessionInfo, WorkspaceSpec
 from supervisor import __version__
 from supervisor.cli import commands
-from supervisor.config import LoadedConfig
+from supervisor.config import LoadedConfig, load_config
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
@@ -110,8 +112,18 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``corral`` console script."""
-    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config)
+    local = [commands.LocalCommand("skills", skillscmd.HELP, skillscmd.add_arguments, _skills)]
+    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config, local=local)
     return commands.main(argv, daemon=entry)
+
+
+def _skills(args: argparse.Namespace) -> int:
+    """``corral skills``: with the ``[native]`` section of the configuration file."""
+    loaded = load_config(Config, args.config)
+    for warning in loaded.warnings:
+        print(f"corral: config: {warning}", file=sys.stderr)
+    return skillscmd.run(skillscmd.cwd_of(args), loaded.config.native.context(), os.environ,
+                         as_json=args.json, out=sys.stdout, err=sys.stderr)
 
 
 async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | None = None,
