@@ -2,7 +2,8 @@
 
 Runs the worker's own discovery (``actors.native.context.discover_skills``) in this process, with
 the ``[native]`` settings of the configuration file and this process's ``HOME`` and
-``CODEX_HOME``; no daemon is needed and nothing is run. Every record is listed with its
+``CODEX_HOME``; no daemon is needed and nothing is run. Importing this module is cheap (the
+discovery code is imported when the command runs). Every record is listed with its
 provenance (``host:scope``), whether the model may use it (``usable``: trusted and not
 manual-only) and the name the model calls it by (the qualified ``host:scope:name`` when the name
 is ambiguous). Warnings go to stderr as ``warning: PATH: CODE: MESSAGE`` (``--json`` puts them
@@ -16,12 +17,14 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import msgspec
 
-from actors.native.context import Catalog, discover_skills, repo_root
 from protocol.native_context import ContextSettings
+
+if TYPE_CHECKING:
+    from actors.native.context import Catalog
 
 __all__ = ["HELP", "add_arguments", "cwd_of", "report", "run"]
 
@@ -37,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def report(cwd: Path, settings: ContextSettings, environ: Mapping[str, str]) -> dict[str, Any]:
     """The skills and warnings of a session in ``cwd``, as plain data."""
+    # Imported here: the context package brings the coding tools, which the daemon (that
+    # imports this module for its command line) must not load.
+    from actors.native.context import discover_skills, repo_root
+
     home = Path(environ["HOME"]) if environ.get("HOME") else None
     root = repo_root(cwd)
     catalog = discover_skills(settings, home=home, repo_root=root, environ=environ)
