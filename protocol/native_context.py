@@ -6,9 +6,31 @@ itself, in the session's cwd and home. Defaults are what a session gets with no 
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
-__all__ = ["ContextSettings"]
+__all__ = ["ContextSettings", "HookCommand", "HookEvent", "HookMatcher"]
+
+HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]
+"""The hook events of native sessions, named as in Claude Code's settings."""
+
+
+class HookCommand(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """One command hook: run with ``/bin/sh -c`` in the session's cwd, the event as JSON on
+    stdin, killed (with its process group) after ``timeout`` seconds."""
+
+    type: Literal["command"] = "command"
+    command: str
+    timeout: float = 60.0
+
+
+class HookMatcher(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """Hooks for the tools whose Claude name matches ``matcher`` (a regular expression over the
+    whole name; empty or ``*``: every tool; ignored by events without a tool)."""
+
+    matcher: str = ""
+    hooks: list[HookCommand] = []
 
 
 class ContextSettings(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
@@ -29,3 +51,7 @@ class ContextSettings(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=T
     """Also read, read-only, the skills of the user's Claude Code, Codex and Copilot."""
     trusted_roots: list[str] = []
     """Repositories whose own skills (``.claude/skills`` and the like) the model may use."""
+    hooks: dict[HookEvent, list[HookMatcher]] = {}
+    """Command hooks in the shape of Claude Code's settings ``hooks`` object."""
+    claude_hooks: bool = False
+    """Also run the hooks of the repository's ``.claude/settings.json``."""

@@ -171,7 +171,8 @@ class Worker:
         self._models.append(llm)
         depth = Depth(start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
                       system=_SYSTEM.format(cwd=workspace.root),
-                      session_instructions=start.instructions, active_tools=start.tools)
+                      session_instructions=start.instructions, active_tools=start.tools,
+                      session_id=session_id)
         tools = [*(CodingTool(spec, workspace, self._gate) for spec in TOOLS), *depth.tools]
         app = build_app(self._slot, list(tools), instruction=depth.instruction,
                         before_model=[self._before_model, depth.before_model],

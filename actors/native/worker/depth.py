@@ -15,13 +15,21 @@ policy they carry, and the session's active tool set.
 * ``after_tool``: the ``path`` a tool worked on is a touch, which may activate nested files.
 * ``tools``: the skill tools (``worker.skills``) when the session has skills; discovery warnings
   of skills are reported with the instructions' at the first model call.
+* command hooks (``[native.hooks]``, plus the repository's ``.claude/settings.json`` ones with
+  ``claude_hooks``): ``PreToolUse`` runs in ``before_tool`` after the policy check (a block is
+  the call's error result; ``updatedInput`` replaces the arguments), ``PostToolUse`` in
+  ``after_tool`` (a block appends its reason to the result the model reads). Hook warnings
+  (failures, timeouts) are ``error`` events with the code ``native.hooks.warning``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+
+import msgspec
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.readonly_context import ReadonlyContext
@@ -32,9 +40,11 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from actors.native.context import Discovery, Instructions, discover_skills, repo_root
+from actors.native.context.documents import ContextWarning, read_text
 from protocol.events import Error, Event
-from protocol.native_context import ContextSettings
+from protocol.native_context import ContextSettings, HookEvent, HookMatcher
 
+from .hookrun import Hooks
 from .skills import skill_tools
 
 __all__ = ["Depth"]
@@ -45,7 +55,7 @@ class Depth:
 
     def __init__(self, cwd: str, *, settings: ContextSettings, environ: Mapping[str, str],
                  emit: Callable[[Event], None], system: str, session_instructions: str | None,
-                 active_tools: Collection[str] | None = None) -> None:
+                 active_tools: Collection[str] | None = None, session_id: str = "") -> None:
         self._emit = emit
         self._system = system
         self._own = session_instructions
@@ -61,6 +71,11 @@ class Depth:
                                        environ=environ)
         self.tools = skill_tools(self.catalog, settings.max_file_bytes)
         self._unreported = list(self.catalog.warnings)
+        hooks = dict(settings.hooks)
+        if settings.claude_hooks:
+            for event, matchers in self._project_hooks(repo_root(Path(cwd))).items():
+                hooks[event] = [*hooks.get(event, []), *matchers]
+        self.hooks = Hooks(hooks, cwd=cwd, session_id=session_id, environ=environ)
 
     def tool_names(self, names: list[str]) -> list[str]:
         """The tools of ``names`` the model may see now."""
@@ -112,12 +127,46 @@ class Depth:
             reason = self.instructions.policy.check(tool.name, args)
             if reason is not None:
                 return {"error": f"{reason}; this call did not run"}
+        if self.hooks:
+            outcome, warnings = await self.hooks.run("PreToolUse", tool=tool.name,
+                                                     tool_input=dict(args))
+            self._warn(warnings)
+            if outcome.block:
+                return {"error": f"a PreToolUse hook blocked this call: {outcome.reason}"}
+            if outcome.updated_input is not None:
+                args.clear()
+                args.update(outcome.updated_input)
         return None
 
     async def after_tool(self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext,
                          response: dict[str, Any]) -> dict[str, Any] | None:
-        """A tool's ``path`` argument is a touch; the result is left as it is."""
+        """A tool's ``path`` argument is a touch; PostToolUse hooks may add to the result."""
         path = args.get("path")
         if self.instructions is not None and isinstance(path, str) and path:
             self.instructions.touch(path)
-        return None
+        if not self.hooks:
+            return None
+        outcome, warnings = await self.hooks.run("PostToolUse", tool=tool.name,
+                                                 tool_input=dict(args), tool_response=response)
+        self._warn(warnings)
+        if not outcome.block:
+            return None
+        key = "error" if "error" in response else "output"
+        return {key: f"{response.get(key, '')}\n\nA PostToolUse hook objected: {outcome.reason}"}
+
+    def _warn(self, warnings: list[str]) -> None:
+        for warning in warnings:
+            self._emit(Error(code="native.hooks.warning", error_class="unknown", message=warning))
+
+    def _project_hooks(self, root: Path) -> dict[HookEvent, list[HookMatcher]]:
+        """The hooks of ``ROOT/.claude/settings.json`` that corral knows (others are ignored)."""
+        path = root / ".claude" / "settings.json"
+        text = read_text(path, 1 << 20, [])
+        try:
+            raw = json.loads(text).get("hooks", {}) if text else {}
+            known = {k: v for k, v in raw.items() if k in get_args(HookEvent)}
+            return msgspec.convert(known, dict[HookEvent, list[HookMatcher]])
+        except (ValueError, AttributeError, msgspec.ValidationError) as exc:
+            self._unreported.append(ContextWarning(code="hooks.unreadable", path=str(path),
+                                                   message=f"hooks ignored: {exc}"))
+            return {}

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from protocol.events import Error, Init
-from protocol.native_context import ContextSettings
+from protocol.native_context import ContextSettings, HookCommand, HookMatcher
 from tests.fakes.model_script import call, say
 
-from .workerkit import WorkerRig, result, run, tools
+from .workerkit import WorkerRig, responses, result, run, tools
 
 
 def put(path: Path, text: str) -> None:
@@ -159,3 +163,100 @@ def test_no_skills_no_skill_tools(tmp_path: Path) -> None:
         assert init.tools == ["read", "write", "edit", "bash", "grep", "find", "ls"]
 
     run(body)
+
+
+def hook(event: str, matcher: str, command: str, timeout: float = 30.0) -> ContextSettings:
+    return ContextSettings(hooks={event: [HookMatcher(  # type: ignore[dict-item]
+        matcher=matcher, hooks=[HookCommand(command=command, timeout=timeout)])]})
+
+
+def test_a_pre_tool_use_hook_sees_claude_fields_and_exit_2_blocks(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    seen = tmp_path / "seen.json"
+    command = f"cat > {seen}; echo 'not in this repo' >&2; exit 2"
+    script = [call("bash", command="touch made-it"), call("ls"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script,
+                             context=hook("PreToolUse", "Bash", command)) as rig:
+            events = await rig.turn("go")
+            session = rig.worker.session_id
+        done = tools(events, "completed")
+        assert [(t.name, t.is_error) for t in done] == [("bash", True), ("ls", False)]
+        assert "blocked this call: not in this repo" in done[0].output
+        assert not (tmp_path / "cwd" / "made-it").exists()
+        stdin = json.loads(seen.read_text())
+        assert stdin == {"session_id": session, "transcript_path": "",
+                         "cwd": str(tmp_path / "cwd"), "hook_event_name": "PreToolUse",
+                         "tool_name": "Bash", "tool_input": {"command": "touch made-it"}}
+
+    run(body)
+
+
+def test_a_pre_tool_use_hook_may_rewrite_the_input(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    rewrite = json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                                 "updatedInput": {"command": "echo rewritten"}}})
+    script = [call("bash", command="echo original"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script,
+                             context=hook("PreToolUse", "", f"echo '{rewrite}'")) as rig:
+            events = await rig.turn("go")
+        (done,) = tools(events, "completed")
+        assert "rewritten" in done.output and "original" not in done.output
+
+    run(body)
+
+
+def test_a_hook_past_its_timeout_is_killed_and_the_call_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    pid = tmp_path / "pid"
+    script = [call("bash", command="echo ran"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script, context=hook(
+                "PreToolUse", "Bash", f"echo $$ > {pid}; exec sleep 60", timeout=0.5)) as rig:
+            events = await rig.turn("go")
+        (done,) = tools(events, "completed")
+        assert "ran" in done.output and not done.is_error
+        warnings = [e for e in events if isinstance(e, Error)]
+        assert [w.code for w in warnings] == ["native.hooks.warning"]
+        assert "timed out" in warnings[0].message
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid.read_text()), 0)
+
+    run(body)
+
+
+def test_a_post_tool_use_block_reaches_the_model_with_the_result(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    block = json.dumps({"decision": "block", "reason": "run the tests next"})
+    script = [call("bash", command="echo ran"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script,
+                             context=hook("PostToolUse", "Bash", f"echo '{block}'")) as rig:
+            await rig.turn("go")
+            seen = responses(rig.llm.requests[1])
+        assert "ran" in seen[0]["output"] and "run the tests next" in seen[0]["output"]
+
+    run(body)
+
+
+def test_claude_project_hooks_run_only_when_asked(tmp_path: Path) -> None:
+    cwd = repo(tmp_path)
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "echo 'project says no' >&2; exit 2"}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+    put(cwd / ".claude" / "settings.json", json.dumps(settings))
+
+    async def turn(claude_hooks: bool) -> bool:
+        script = [call("bash", command="echo ran"), say("done")]
+        async with WorkerRig(tmp_path, script,
+                             context=ContextSettings(claude_hooks=claude_hooks)) as rig:
+            events = await rig.turn("go")
+        return tools(events, "completed")[0].is_error
+
+    assert run(lambda: turn(True)) is True
+    assert run(lambda: turn(False)) is False
