@@ -88,6 +88,7 @@ class Worker:
         self._slot: ModelSlot | None = None
         self._models: list[BaseLlm] = []
         self._gate: Gate | None = None
+        self._depth: Depth | None = None
         self._session_id = ""
         self._turn: Turn | None = None
         self._task: asyncio.Task[None] | None = None
@@ -174,6 +175,7 @@ class Worker:
                       session_instructions=start.instructions, active_tools=start.tools,
                       session_id=session_id)
         tools = [*(CodingTool(spec, workspace, self._gate) for spec in TOOLS), *depth.tools]
+        self._depth = depth
         app = build_app(self._slot, list(tools), instruction=depth.instruction,
                         before_model=[self._before_model, depth.before_model],
                         before_tool=depth.before_tool, after_tool=depth.after_tool,
@@ -211,7 +213,8 @@ class Worker:
         kinds = {spec.name: spec.kind for spec in TOOLS} | dict.fromkeys(SKILL_TOOLS, "read")
         turn = Turn(self._queued.popleft(), runner=runner, session_id=self._session_id,
                     store=store, mapper=EventMapper(kinds), gate=gate,
-                    account=TurnAccount(start.prices), emit=self._emit)
+                    account=TurnAccount(start.prices), emit=self._emit,
+                    hooks=self._depth if self._depth is not None and self._depth.hooks else None)
         self._turn = turn
         self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
 

@@ -20,6 +20,7 @@ policy they carry, and the session's active tool set.
   the call's error result; ``updatedInput`` replaces the arguments), ``PostToolUse`` in
   ``after_tool`` (a block appends its reason to the result the model reads). Hook warnings
   (failures, timeouts) are ``error`` events with the code ``native.hooks.warning``.
+  ``on_prompt``/``on_stop`` are the turn's UserPromptSubmit and Stop hooks (``turn.TurnHooks``).
 """
 
 from __future__ import annotations
@@ -153,6 +154,18 @@ class Depth:
             return None
         key = "error" if "error" in response else "output"
         return {key: f"{response.get(key, '')}\n\nA PostToolUse hook objected: {outcome.reason}"}
+
+    async def on_prompt(self, text: str) -> str | None:
+        """UserPromptSubmit: the reason to block the prompt, or ``None``."""
+        outcome, warnings = await self.hooks.run("UserPromptSubmit", prompt=text)
+        self._warn(warnings)
+        return outcome.reason if outcome.block else None
+
+    async def on_stop(self, active: bool) -> str | None:
+        """Stop: the reason to go on (the next prompt), or ``None`` to end the turn."""
+        outcome, warnings = await self.hooks.run("Stop", stop_hook_active=active)
+        self._warn(warnings)
+        return outcome.reason if outcome.block else None
 
     def _warn(self, warnings: list[str]) -> None:
         for warning in warnings:

@@ -13,7 +13,7 @@ from protocol.events import Error, Init
 from protocol.native_context import ContextSettings, HookCommand, HookMatcher
 from tests.fakes.model_script import call, say
 
-from .workerkit import WorkerRig, responses, result, run, tools
+from .workerkit import WorkerRig, responses, result, run, texts, tools
 
 
 def put(path: Path, text: str) -> None:
@@ -260,3 +260,44 @@ def test_claude_project_hooks_run_only_when_asked(tmp_path: Path) -> None:
 
     assert run(lambda: turn(True)) is True
     assert run(lambda: turn(False)) is False
+
+
+def test_a_user_prompt_submit_block_ends_the_turn_before_any_model_call(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    seen = tmp_path / "seen.json"
+    command = f"cat > {seen}; echo 'no secrets in prompts' >&2; exit 2"
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [say("never")],
+                             context=hook("UserPromptSubmit", "", command)) as rig:
+            events = await rig.turn("my password is hunter2")
+            assert rig.llm.requests == []
+        (error,) = [e for e in events if isinstance(e, Error)]
+        assert error.code == "native.hooks.prompt_blocked"
+        assert "no secrets in prompts" in error.message
+        assert result(events).stop_reason == "blocked" and result(events).is_error
+        assert json.loads(seen.read_text())["prompt"] == "my password is hunter2"
+
+    run(body)
+
+
+def test_a_stop_hook_keeps_the_turn_going_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    log = tmp_path / "stops"
+    # Blocks the first stop only: stop_hook_active is false then, true after.
+    command = (f"cat >> {log}; echo >> {log}; "
+               f"grep -q '\"stop_hook_active\": true' {log} || "
+               "{ echo 'now run the tests' >&2; exit 2; }")
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [say("first"), say("tests pass")],
+                             context=hook("Stop", "", command)) as rig:
+            events = await rig.turn("go")
+            second = rig.llm.requests[1]
+        assert len(rig.llm.requests) == 2
+        assert "now run the tests" in texts(second)
+        assert result(events).stop_reason == "end_turn"
+        stops = [json.loads(line) for line in log.read_text().splitlines() if line]
+        assert [s["stop_hook_active"] for s in stops] == [False, True]
+
+    run(body)
