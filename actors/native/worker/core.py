@@ -170,10 +170,11 @@ class Worker:
         self._gate = Gate(start.permissions)
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
-        depth = Depth(start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
-                      system=_SYSTEM.format(cwd=workspace.root),
-                      session_instructions=start.instructions, active_tools=start.tools,
-                      session_id=session_id)
+        # Discovery reads files: off the event loop.
+        depth = await asyncio.to_thread(
+            Depth, start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
+            system=_SYSTEM.format(cwd=workspace.root), session_instructions=start.instructions,
+            active_tools=start.tools, session_id=session_id)
         tools = [*(CodingTool(spec, workspace, self._gate) for spec in TOOLS), *depth.tools]
         self._depth = depth
         app = build_app(self._slot, list(tools), instruction=depth.instruction,
