@@ -47,6 +47,7 @@ from protocol.native_context import ContextSettings
 
 from .documents import ContextWarning, read_text
 from .frontmatter import split_frontmatter
+from .policy import ToolPolicy, parse_policy
 
 __all__ = ["Catalog", "SkillError", "SkillRecord", "discover_skills"]
 
@@ -132,9 +133,9 @@ class Catalog:
                              "name one of them")
         return group
 
-    def read_body(self, name: str, max_bytes: int) -> tuple[SkillRecord, str]:
+    def read_body(self, name: str, max_bytes: int) -> tuple[SkillRecord, str, ToolPolicy]:
         """The skill's instructions (``SKILL.md`` after its frontmatter), checked against the
-        digest taken at discovery."""
+        digest taken at discovery, and the tool policy of its frontmatter (``allowed-tools``)."""
         record = self.resolve(name)[0]
         try:
             data = _read_bytes(Path(record.path), max_bytes)
@@ -144,7 +145,8 @@ class Catalog:
             raise SkillError("skills.digest_mismatch",
                              f"{record.qualified} changed since the session started; "
                              "it is not loaded")
-        return record, split_frontmatter(data.decode("utf-8", "replace"))[1].strip()
+        fields, body = split_frontmatter(data.decode("utf-8", "replace"))
+        return record, body.strip(), parse_policy(fields, f"the skill {record.qualified}")
 
     def read_resource(self, name: str, path: str, max_bytes: int) -> str:
         """A resource file of the skill: bounded UTF-8, confined under the skill's root."""

@@ -225,6 +225,8 @@ class Worker:
         finally:
             self._turn = None
             self._task = None
+            if self._depth is not None:
+                self._depth.end_turn()
         left = turn.leftover()
         if left:  # steered after the turn's end was decided (an interrupt, an error): not lost
             self._queued.appendleft("\n\n".join(left))

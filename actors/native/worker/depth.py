@@ -11,7 +11,9 @@ policy they carry, and the session's active tool set.
   active tool set, or hidden by a policy) from the request, and from its tool table, so a call
   to one is an unknown tool.
 * ``before_tool``: rechecks the tool and its complete arguments against the active tool set and
-  the policy, before the permission gate; a refusal is the call's error result.
+  the policy, before the permission gate; a refusal is the call's error result. The policy is
+  the active files' plus those of the skills loaded in the running turn (``end_turn`` drops
+  these).
 * ``after_tool``: the ``path`` a tool worked on is a touch, which may activate nested files.
 * ``tools``: the skill tools (``worker.skills``) when the session has skills; discovery warnings
   of skills are reported with the instructions' at the first model call.
@@ -40,7 +42,9 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from actors.native.context import Discovery, Instructions, discover_skills, repo_root
+from actors.native.context import (
+    Discovery, Instructions, PolicySet, ToolPolicy, discover_skills, repo_root,
+)
 from actors.native.context.documents import ContextWarning, read_text
 from protocol.events import Error, Event
 from protocol.native_context import ContextSettings, HookEvent, HookMatcher
@@ -70,7 +74,9 @@ class Depth:
                 codex_home=Path(codex) if codex else None))
         self.catalog = discover_skills(settings, home=home, repo_root=repo_root(Path(cwd)),
                                        environ=environ)
-        self.tools = skill_tools(self.catalog, settings.max_file_bytes)
+        self._turn_policies: list[ToolPolicy] = []
+        self.tools = skill_tools(self.catalog, settings.max_file_bytes,
+                                 self._turn_policies.append)
         self._unreported = list(self.catalog.warnings)
         hooks = dict(settings.hooks)
         if settings.claude_hooks:
@@ -78,12 +84,20 @@ class Depth:
                 hooks[event] = [*hooks.get(event, []), *matchers]
         self.hooks = Hooks(hooks, cwd=cwd, session_id=session_id, environ=environ)
 
+    @property
+    def policy(self) -> PolicySet:
+        """The active instruction files' policies and those of skills loaded in this turn."""
+        files = self.instructions.policy.policies if self.instructions is not None else []
+        return PolicySet([*files, *self._turn_policies])
+
+    def end_turn(self) -> None:
+        """The turn ended: the policies of the skills it loaded no longer apply."""
+        self._turn_policies.clear()
+
     def tool_names(self, names: list[str]) -> list[str]:
         """The tools of ``names`` the model may see now."""
         names = [n for n in names if self._active is None or n in self._active]
-        if self.instructions is not None:
-            names = self.instructions.policy.visible(names)
-        return names
+        return self.policy.visible(names)
 
     def instruction(self, _context: ReadonlyContext | None = None) -> str:
         """The system instruction for the next model call (see the module docstring)."""
@@ -124,10 +138,9 @@ class Depth:
         """``None`` lets the call run; else its error result."""
         if self._active is not None and tool.name not in self._active:
             return {"error": f"{tool.name} is not among this session's tools"}
-        if self.instructions is not None:
-            reason = self.instructions.policy.check(tool.name, args)
-            if reason is not None:
-                return {"error": f"{reason}; this call did not run"}
+        reason = self.policy.check(tool.name, args)
+        if reason is not None:
+            return {"error": f"{reason}; this call did not run"}
         if self.hooks:
             outcome, warnings = await self.hooks.run("PreToolUse", tool=tool.name,
                                                      tool_input=dict(args))

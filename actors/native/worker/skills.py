@@ -1,7 +1,10 @@
 """The skills toolset: ``list_skills``, ``load_skill``, ``load_skill_resource`` as ADK tools.
 
 They exist only when the session's ``Catalog`` has a model-invocable skill (``skill_tools``
-returns none otherwise), so a session without skills shows the model no skill tools. Bodies are
+returns none otherwise), so a session without skills shows the model no skill tools. A loaded
+skill's ``allowed-tools`` / ``disallowed-tools`` go to ``on_policy`` (the session narrows the
+rest of the turn's tools with it; the skill tools themselves stay allowed, so its resources can
+still be read). Bodies are
 read on first use and checked against the digest taken at discovery; resources are bounded
 UTF-8 files under the skill's root (``actors.native.context.skills``). Results are
 ``{"output": text}`` or ``{"error": text}`` like the coding tools'; none of them asks for
@@ -18,7 +21,10 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from actors.native.context import Catalog, SkillError
+import msgspec
+
+from actors.native.context import Catalog, SkillError, ToolPolicy
+from actors.native.context.policy import ToolRule
 
 __all__ = ["SKILL_TOOLS", "skill_tools"]
 
@@ -46,7 +52,8 @@ class _SkillTool(BaseTool):
             return {"error": f"{exc.code}: {exc.message}"}
 
 
-def skill_tools(catalog: Catalog, max_bytes: int) -> list[BaseTool]:
+def skill_tools(catalog: Catalog, max_bytes: int,
+                on_policy: Callable[[ToolPolicy], None]) -> list[BaseTool]:
     """The three tools over ``catalog``, or none when it offers the model no skill."""
     if not catalog.invocable():
         return []
@@ -55,7 +62,12 @@ def skill_tools(catalog: Catalog, max_bytes: int) -> list[BaseTool]:
         return json.dumps(catalog.invocable(), indent=1)
 
     def load(args: dict[str, Any]) -> str:
-        record, body = catalog.read_body(_text(args, "name"), max_bytes)
+        record, body, policy = catalog.read_body(_text(args, "name"), max_bytes)
+        if policy.allow is not None:
+            policy = msgspec.structs.replace(
+                policy, allow=(*policy.allow, *(ToolRule(name) for name in SKILL_TOOLS)))
+        if not policy.empty:
+            on_policy(policy)
         files = "\n".join(f"- {r}" for r in record.resources) or "(none)"
         return (f"# Skill {record.name} ({record.qualified})\n\nIts files, for "
                 f"load_skill_resource:\n{files}\n\n{body}")

@@ -301,3 +301,26 @@ def test_a_stop_hook_keeps_the_turn_going_with_its_reason(tmp_path: Path) -> Non
         assert [s["stop_hook_active"] for s in stops] == [False, True]
 
     run(body)
+
+
+def test_a_loaded_skill_narrows_the_tools_for_the_rest_of_its_turn(tmp_path: Path) -> None:
+    put(tmp_path / "home" / ".claude" / "skills" / "careful" / "SKILL.md",
+        "---\nname: careful\ndescription: Look only\nallowed-tools: Read, LS\n---\nLook only.")
+    script = [call("load_skill", name="careful"), call("bash", command="echo one"), say("ok"),
+              call("bash", command="echo two"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script) as rig:
+            first = await rig.turn("first")
+            second = await rig.turn("second")
+            requests = rig.llm.requests
+        assert "bash" in declared(requests[0]) and "bash" not in declared(requests[1])
+        assert "load_skill_resource" in declared(requests[1])
+        assert [(t.name, t.is_error) for t in tools(first, "completed")] == [
+            ("load_skill", False), ("bash", True)]
+        assert "not allowed here by the skill claude:user:careful" in \
+            tools(first, "completed")[1].output
+        assert [(t.name, t.is_error) for t in tools(second, "completed")] == [("bash", False)]
+        assert "bash" in declared(requests[3])
+
+    run(body)
