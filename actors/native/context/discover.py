@@ -92,8 +92,8 @@ class Discovery:
         active += self._directory(self.root, "project", (2, 0), [self.root])
         active += self._load(self.root / ".github" / "copilot-instructions.md", "project",
                              (2, 0, 3), [self.root])
-        for index, (path, globs) in enumerate(self._rules()):
-            for source in self._load(path, "rule", (2, 0, 4 + index), [self.root], globs):
+        for index, (path, key) in enumerate(self._rules()):
+            for source in self._load(path, "rule", (2, 0, 4 + index), [self.root], key):
                 (conditional if source.globs else active).append(source)
         between = self.cwd.relative_to(self.root).parts
         for depth in range(1, len(between) + 1):
@@ -138,10 +138,10 @@ class Discovery:
             found += self._load(directory / name, scope, (*rank, k), roots)
         return found
 
-    def _rules(self) -> list[tuple[Path, tuple[str, ...]]]:
-        """Claude rules and Copilot instruction files at the root, with their globs (``()``:
-        always active); Copilot files without ``applyTo`` are left out."""
-        out: list[tuple[Path, tuple[str, ...]]] = []
+    def _rules(self) -> list[tuple[Path, str]]:
+        """Claude rules and Copilot instruction files at the root, with the frontmatter key of
+        their globs."""
+        out: list[tuple[Path, str]] = []
         for folder, suffix, key in ((self.root / ".claude" / "rules", ".md", "paths"),
                                     (self.root / ".github" / "instructions",
                                      ".instructions.md", "applyTo")):
@@ -150,11 +150,14 @@ class Discovery:
             except OSError:
                 continue
             for name in names[:_MAX_RULES]:
-                out.append((folder / name, (key,)))
+                out.append((folder / name, key))
         return out
 
     def _load(self, path: Path, scope: str, rank: tuple[int, int, int], roots: list[Path],
-              key: tuple[str, ...] = ()) -> list[Source]:
+              key: str | None = None) -> list[Source]:
+        """``path`` as a source (none if unreadable); ``key`` names a rule's globs field: no
+        globs, or ``**`` among them, is always active, but a Copilot file without ``applyTo``
+        is left out."""
         document = load_document(path, roots=[*roots, *self._imports], home=self.home,
                                   max_file_bytes=self.settings.max_file_bytes,
                                   max_import_depth=self.settings.max_import_depth,
@@ -162,9 +165,9 @@ class Discovery:
         if document is None:
             return []
         globs: tuple[str, ...] = ()
-        if key:
-            patterns = as_list(document.fields.get(key[0]))
-            if key[0] == "applyTo" and not patterns:
+        if key is not None:
+            patterns = as_list(document.fields.get(key))
+            if key == "applyTo" and not patterns:
                 return []
             globs = () if "**" in patterns else tuple(g for p in patterns for g in _braces(p))
         label = self._label(path)
