@@ -2,12 +2,15 @@
 
 The session's ``env`` gives the worker a home of the test's own (``HOME``), holding a Claude
 ``CLAUDE.md`` and a Claude skill; the cwd is a repository with an ``AGENTS.md`` and a nested
-``pkg/AGENTS.md``. The fake model server records what the worker sends.
+``pkg/AGENTS.md``. The fake model server records what the worker sends. A SIGKILL'd worker is
+restarted with the same active tool set.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import trio
@@ -48,7 +51,11 @@ async def test_instructions_skills_and_tool_set_reach_the_model(tmp_path: Path) 
             async with daemon_session(tmp_path / "state", params, timeout=TIMEOUT) as rig:
                 init = (await rig.until(is_kind("init")))[-1]
                 events = await rig.turn("look around")
+                # the tool set is the session's: a restarted worker keeps it
+                os.kill(await rig.pid(), signal.SIGKILL)
+                again = (await rig.until(is_kind("init")))[-1]
             nursery.cancel_scope.cancel()
+    assert again["tools"] == init["tools"]
     assert init["tools"] == ["read", "ls", "list_skills", "load_skill"]
     assert [(t["name"], t["is_error"]) for t in of(events, "tool") if t["phase"] == "completed"] \
         == [("ls", False), ("load_skill", False)]
