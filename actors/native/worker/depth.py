@@ -20,7 +20,8 @@ policy they carry, and the session's active tool set.
 * command hooks (``[native.hooks]``, plus the repository's ``.claude/settings.json`` ones with
   ``claude_hooks``): ``PreToolUse`` runs in ``before_tool`` after the policy check (a block is
   the call's error result; ``updatedInput`` replaces the arguments), ``PostToolUse`` in
-  ``after_tool`` (a block appends its reason to the result the model reads). Hook warnings
+  ``after_tool`` (a block appends its reason to the result the model reads); a call that asks
+  the user first runs its PreToolUse hooks once, before the question. Hook warnings
   (failures, timeouts) are ``error`` events with the code ``native.hooks.warning``.
   ``on_prompt``/``on_stop`` are the turn's UserPromptSubmit and Stop hooks (``turn.TurnHooks``).
 """
@@ -83,6 +84,8 @@ class Depth:
             for event, matchers in self._project_hooks(repo_root(Path(cwd))).items():
                 hooks[event] = [*hooks.get(event, []), *matchers]
         self.hooks = Hooks(hooks, cwd=cwd, session_id=session_id, environ=environ)
+        self._rewrites: dict[str, dict[str, Any]] = {}
+        """Arguments a PreToolUse hook rewrote, by call id, until the call runs."""
 
     @property
     def policy(self) -> PolicySet:
@@ -141,15 +144,25 @@ class Depth:
         reason = self.policy.check(tool.name, args)
         if reason is not None:
             return {"error": f"{reason}; this call did not run"}
-        if self.hooks:
+        if not self.hooks:
+            return None
+        call_id = tool_context.function_call_id or ""
+        if tool_context.tool_confirmation is not None:
+            # The call asked the user and now resumes: its hooks ran before the question (ADK
+            # replays the call's original arguments, so a rewrite is applied again).
+            rewrite = self._rewrites.pop(call_id, None)
+        else:
             outcome, warnings = await self.hooks.run("PreToolUse", tool=tool.name,
                                                      tool_input=dict(args))
             self._warn(warnings)
             if outcome.block:
                 return {"error": f"a PreToolUse hook blocked this call: {outcome.reason}"}
-            if outcome.updated_input is not None:
-                args.clear()
-                args.update(outcome.updated_input)
+            rewrite = outcome.updated_input
+            if rewrite is not None and call_id:
+                self._rewrites[call_id] = rewrite
+        if rewrite is not None:
+            args.clear()
+            args.update(rewrite)
         return None
 
     async def after_tool(self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext,

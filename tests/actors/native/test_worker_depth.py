@@ -324,3 +324,40 @@ def test_a_loaded_skill_narrows_the_tools_for_the_rest_of_its_turn(tmp_path: Pat
         assert "bash" in declared(requests[3])
 
     run(body)
+
+
+def test_a_pre_tool_use_hook_runs_once_for_a_call_that_asked_first(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    log = tmp_path / "log"
+    script = [call("bash", command="echo ran"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script, mode="ask",
+                             context=hook("PreToolUse", "Bash", f"cat >> {log}; echo >> {log}")) as rig:
+            await rig.prompt("go")
+            asked = await rig.permission()
+            await rig.decide(asked.permission_id, "allow")
+            events = await rig.until(lambda e: type(e).__name__ == "Result")
+        (done,) = tools(events, "completed")
+        assert "ran" in done.output
+        assert len([line for line in log.read_text().splitlines() if line]) == 1
+
+    run(body)
+
+
+def test_a_rewrite_holds_for_a_call_that_asked_first(tmp_path: Path) -> None:
+    (tmp_path / "cwd").mkdir()
+    rewrite = json.dumps({"hookSpecificOutput": {"updatedInput": {"command": "echo rewritten"}}})
+    script = [call("bash", command="echo original"), say("done")]
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, script, mode="ask",
+                             context=hook("PreToolUse", "Bash", f"echo '{rewrite}'")) as rig:
+            await rig.prompt("go")
+            asked = await rig.permission()
+            await rig.decide(asked.permission_id, "allow")
+            events = await rig.until(lambda e: type(e).__name__ == "Result")
+        (done,) = tools(events, "completed")
+        assert "rewritten" in done.output and "original" not in done.output
+
+    run(body)
