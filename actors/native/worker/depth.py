@@ -94,8 +94,10 @@ class Depth:
         return PolicySet([*files, *self._turn_policies])
 
     def end_turn(self) -> None:
-        """The turn ended: the policies of the skills it loaded no longer apply."""
+        """The turn ended: the policies of the skills it loaded no longer apply, and rewrites of
+        calls it left unanswered are dropped."""
         self._turn_policies.clear()
+        self._rewrites.clear()
 
     def tool_names(self, names: list[str]) -> list[str]:
         """The tools of ``names`` the model may see now."""
