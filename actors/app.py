@@ -9,6 +9,7 @@ server's ``[daemon]`` among them, which no other module of ``actors`` may import
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
@@ -24,8 +25,9 @@ from msgspec import Struct
 
 from actors.fake import FakeDriver
 from actors.lsp import LanguageServers, load_lsp_config
-from actors.native.config import decode_providers, load_prices
+from actors.native.config import NativeConfig, decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
+from actors.native import skillscmd
 from actors.native.forkservice import ForkServer
 from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
@@ -72,7 +74,7 @@ from protocol.messages import (
 from protocol.models import SessionInfo, WorkspaceSpec
 from supervisor import __version__
 from supervisor.cli import commands
-from supervisor.config import LoadedConfig
+from supervisor.config import LoadedConfig, load_config
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
@@ -104,12 +106,23 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     providers: dict[str, dict[str, Any]] = {}
     """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.config``
     decodes them (with warnings that name the key) when the driver is built."""
+    native: NativeConfig = NativeConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``corral`` console script."""
-    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config)
+    local = [commands.LocalCommand("skills", skillscmd.HELP, skillscmd.add_arguments, _skills)]
+    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config, local=local)
     return commands.main(argv, daemon=entry)
+
+
+def _skills(args: argparse.Namespace) -> int:
+    """``corral skills``: with the ``[native]`` section of the configuration file."""
+    loaded = load_config(Config, args.config)
+    for warning in loaded.warnings:
+        print(f"corral: config: {warning}", file=sys.stderr)
+    return skillscmd.run(skillscmd.cwd_of(args), loaded.config.native.context(), os.environ,
+                         as_json=args.json, out=sys.stdout, err=sys.stderr)
 
 
 async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | None = None,
@@ -147,7 +160,8 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary), cache=cache),
         "codex": CodexDriver(binary=_expand(codex.binary), cache=cache),
-        "native": NativeDriver(providers=providers, prices=prices, forks=forks),
+        "native": NativeDriver(providers=providers, prices=prices, forks=forks,
+                               context=config.native.context()),
         **acp,
         "pi": PiDriver(binary=_expand(pi.binary), cache=cache),
         "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary),

@@ -34,6 +34,7 @@ import msgspec
 
 from .events import Decision, Event
 from .models import Permissions
+from .native_context import ContextSettings
 
 __all__ = [
     "Command",
@@ -115,6 +116,10 @@ class Start(_Command, tag="start", kw_only=True, frozen=True):
     """Overrides of the coding tools' limits (``actors.native.tools.Limits`` field names)."""
     prices: dict[str, Price] = {}
     """Model name (without provider) → price; a model not listed has ``cost_usd: null``."""
+    context: ContextSettings = ContextSettings()
+    """Instruction files and skills (``protocol.native_context``)."""
+    tools: list[str] | None = None
+    """The session's active tool set (``options.tools``): the only tools the model sees."""
 
 
 class Prompt(_Command, tag="prompt", kw_only=True, frozen=True):

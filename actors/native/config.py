@@ -31,6 +31,7 @@ import msgspec
 from msgspec import Meta
 
 from protocol.native import Price, ProviderKind, ProviderSettings
+from protocol.native_context import ContextSettings
 
 __all__ = [
     "DEFAULT_BASE_URLS",
@@ -38,6 +39,7 @@ __all__ = [
     "KINDS",
     "PRICES_FILE",
     "ModelSpecError",
+    "NativeConfig",
     "ProviderTable",
     "ProvidersConfig",
     "decode_providers",
@@ -79,6 +81,19 @@ class ProviderTable(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
     max_response_bytes: _Positive | None = None
     max_retries: _Retries | None = None
     timeout: _Seconds | None = None
+
+
+class NativeConfig(ContextSettings, kw_only=True, frozen=True, forbid_unknown_fields=True,
+                   omit_defaults=False):
+    """The ``[native]`` section: the instruction files and skills of native sessions (each
+    key is a field of ``protocol.native_context.ContextSettings``, sent to every worker)."""
+
+    def context(self) -> ContextSettings:
+        """The settings as the ``start`` frame carries them (``~`` expanded in the paths)."""
+        fields = msgspec.structs.asdict(self)
+        for key in ("import_roots", "skill_roots", "trusted_roots"):
+            fields[key] = [os.path.expanduser(p) for p in fields[key]]
+        return ContextSettings(**fields)
 
 
 ProvidersConfig = dict[str, ProviderTable]

@@ -5,8 +5,8 @@
   finds the same code as the daemon's even without an install); its tools work in the session
   cwd, which the ``start`` frame carries.
 * ``translator``: a ``NativeTranslator`` with the ``[providers]`` tables, the price table, the
-  daemon's environment (for keys) and a finder for store files of earlier corral sessions
-  (``options.resume`` with a native session id).
+  daemon's environment (for keys), a finder for store files of earlier corral sessions
+  (``options.resume`` with a native session id) and the ``[native]`` context settings.
 * ``spawn``: the session's spawn hook (``actors.harness``): the worker is forked from the
   daemon's fork server (``forkservice.ForkServer``) when the driver has one, else exec'd; either
   way it is an ``open_child`` process child (ledger, group close, exit status).
@@ -33,6 +33,7 @@ import msgspec
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features, ProviderInfo
 from protocol.native import Price
+from protocol.native_context import ContextSettings
 from supervisor.ledger.store import Ledger
 from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
 
@@ -59,8 +60,10 @@ class NativeDriver:
     def __init__(self, *, providers: Mapping[str, ProviderTable] | None = None,
                  prices: Mapping[str, Price] | None = None,
                  environ: Mapping[str, str] | None = None,
-                 forks: ForkServer | None = None) -> None:
+                 forks: ForkServer | None = None,
+                 context: ContextSettings = ContextSettings()) -> None:
         self._providers = dict(providers or {})
+        self._context = context
         self._prices = dict(prices or {})
         self._environ = os.environ if environ is None else environ
         self._forks = forks
@@ -89,7 +92,8 @@ class NativeDriver:
             return str(found[-1]) if found else None
 
         return NativeTranslator(request, providers=self._providers, prices=self._prices,
-                                daemon_env=self._environ, find_store=find_store)
+                                daemon_env=self._environ, find_store=find_store,
+                                context=self._context)
 
     async def detect(self) -> Detection:
         """Whether google-adk is installed, its version, and the providers (see above)."""

@@ -7,7 +7,9 @@ The worker already speaks corral's event model, so translating is mostly bookkee
   after a restart, or ``options.resume``), the store directory (``sessions/<id>/native/``, next
   to the request's ``work_dir``), the store file of an earlier corral session when the id lives
   there (found by the driver's ``find_store``), tool limits (``options.limits``), instructions,
-  ``options.thinking`` and the price table;
+  ``options.thinking``, the price table, the ``[native]`` context settings (instruction files,
+  skills) and the active tool set (``options.tools``, a list of tool names: the only tools the
+  model sees; kept in the session's options, so a restart or resume keeps it);
 * ``init`` makes the translator ``ready`` and gives the ``vendor_session_id``; ``result`` ends
   the turn; ``permission`` ids are remembered until decided, interrupted or the turn ends;
 * commands become their frames: ``prompt``, ``steer`` (only while a turn runs: otherwise
@@ -29,6 +31,7 @@ from actors.harness import HarnessRequest, Output, Send
 from protocol.errors import BadRequest, ProtocolError, SessionBusy, UnknownPermission
 from protocol.events import Decision, Init, Permission, PermissionDecided, Result
 from protocol.framing import LengthPrefixFramer
+from protocol.native_context import ContextSettings
 from protocol.native import (
     Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
     decode_event, encode_command,
@@ -52,7 +55,8 @@ class NativeTranslator:
 
     def __init__(self, request: HarnessRequest, *, providers: Mapping[str, ProviderTable],
                  prices: Mapping[str, Price], daemon_env: Mapping[str, str],
-                 find_store: StoreFinder = lambda _id: None) -> None:
+                 find_store: StoreFinder = lambda _id: None,
+                 context: ContextSettings = ContextSettings()) -> None:
         self._request = request
         self._providers = providers
         self._daemon_env = daemon_env
@@ -62,6 +66,8 @@ class NativeTranslator:
         self._model = request.model
         self._provider = self._resolve(request.model)
         self._limits = _table(request.options, "limits")
+        self._context = context
+        self._tools = _names(request.options, "tools")
         self._prices = dict(prices)
         self._find_store = find_store
         self._framer = LengthPrefixFramer()
@@ -93,7 +99,7 @@ class NativeTranslator:
             permissions=request.permissions, session_id=resume, store_dir=str(store_dir(request)),
             resume_path=resume_path, instructions=request.instructions,
             thinking=options.get("thinking") is True, limits=self._limits,
-            prices=self._prices))]
+            prices=self._prices, context=self._context, tools=self._tools))]
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
         """One event from the worker; ``ProtocolError`` for a frame that is not one."""
@@ -171,3 +177,12 @@ def _table(options: Mapping[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise BadRequest(f"options.{key} must be a table")
     return dict(value)
+
+
+def _names(options: Mapping[str, Any], key: str) -> list[str] | None:
+    value = options.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise BadRequest(f"options.{key} must be a list of tool names")
+    return list(value)

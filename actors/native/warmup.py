@@ -30,6 +30,7 @@ from typing import Any
 from protocol.events import Error, Event, Init, Result
 from protocol.models import Permissions
 from protocol.native import Prompt, ProviderKind, ProviderSettings, Start
+from protocol.native_context import ContextSettings
 
 __all__ = ["KINDS", "warm_up"]
 
@@ -94,7 +95,10 @@ async def _turn(root: Path, kind: ProviderKind, port: int) -> str | None:
     try:
         await worker.handle(Start(cwd=str(root / "work"), model=f"{kind}/warm-up",
                                   provider=provider, permissions=Permissions(mode="auto"),
-                                  store_dir=str(root / "store" / kind)))
+                                  store_dir=str(root / "store" / kind),
+                                  # the user's instruction files and skills are not warm-up's
+                                  context=ContextSettings(instructions=False,
+                                                          foreign_skills=False)))
         await until(Init)
         await worker.handle(Prompt(text="warm up"))
         result = await until(Result)

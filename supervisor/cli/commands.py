@@ -38,21 +38,33 @@ from supervisor.excgroup import lone_exception
 from supervisor.cli.workspaces import add_workspace_commands, ask
 from supervisor.statedir import resolve_state_dir
 
-__all__ = ["DaemonEntry", "build_parser", "main"]
+__all__ = ["DaemonEntry", "LocalCommand", "build_parser", "main"]
+
+
+class LocalCommand(NamedTuple):
+    """A command the application adds that runs in this process, without a daemon: its name,
+    help, a function adding its arguments, and its handler (returns the exit code)."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int | None]
 
 
 class DaemonEntry(NamedTuple):
     """How to run a daemon: in this process (``run``) and as ``python -m module`` (``corral start``);
-    ``config`` is the root Struct of its configuration file."""
+    ``config`` is the root Struct of its configuration file; ``local`` the application's own
+    daemon-less commands."""
 
     run: DaemonRunner
     module: str
     config: type[Struct]
+    local: Sequence[LocalCommand] = ()
 
 
 def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
     """Run one command; returns the exit code (the console script exits with it)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(daemon.local).parse_args(argv)
     args.daemon_entry = daemon
     handler: Callable[[argparse.Namespace], int | None] = args.handler
     try:
@@ -63,7 +75,7 @@ def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
         return _report(exc)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(local: Sequence[LocalCommand] = ()) -> argparse.ArgumentParser:
     """The whole command line; ``--state-dir`` is accepted before and after the subcommand."""
     common = _Parser(add_help=False)
     # SUPPRESS: a subcommand that was not given --state-dir must not erase one given before it.
@@ -155,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_restart.add_argument("name", metavar="NAME")
     sub = command("protocol", _protocol, "Protocol tools (works without a daemon).")
     sub.add_argument("what", choices=("schema",), help="schema: the client protocol's JSON Schema")
+    for extra in local:
+        extra.arguments(command(extra.name, extra.run, extra.help))
     return parser
 
 

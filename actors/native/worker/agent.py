@@ -48,6 +48,9 @@ NOT_RUN = ("This call did not run: it needs the user's approval, and the turn en
 REFUSED = "The user refused to let this call run. Do not retry it unless the user asks you to."
 
 BeforeModel = Callable[[CallbackContext, LlmRequest], Awaitable[LlmResponse | None]]
+BeforeTool = Callable[[BaseTool, dict[str, Any], ToolContext], Awaitable[dict[str, Any] | None]]
+AfterTool = Callable[[BaseTool, dict[str, Any], ToolContext, dict[str, Any]],
+                     Awaitable[dict[str, Any] | None]]
 
 
 class CodingTool(BaseTool):
@@ -115,17 +118,20 @@ class SwitchableLlm(BaseLlm):
 
 
 def build_app(slot: ModelSlot, tools: list[BaseTool], *, instruction: Callable[[Any], str],
-              before_model: BeforeModel, thinking: bool) -> App:
+              before_model: list[BeforeModel], thinking: bool,
+              before_tool: BeforeTool | None = None, after_tool: AfterTool | None = None) -> App:
     """The resumable ADK app around one ``LlmAgent`` (resumable: confirmations pause it).
 
-    ``instruction`` is a provider function so that ADK does not expand ``{…}`` in it."""
+    ``instruction`` is a provider function so that ADK does not expand ``{…}`` in it; ADK calls
+    it for every model call. The callbacks run in order (``worker.depth`` has the tool ones)."""
     config = None
     if thinking:
         config = types.GenerateContentConfig(
             thinking_config=types.ThinkingConfig(include_thoughts=True))
     agent = LlmAgent(name="corral", model=SwitchableLlm(slot), instruction=instruction,
                      tools=list(tools), generate_content_config=config,
-                     before_model_callback=before_model, on_tool_error_callback=_tool_error)
+                     before_model_callback=list(before_model), before_tool_callback=before_tool,
+                     after_tool_callback=after_tool, on_tool_error_callback=_tool_error)
     with warnings.catch_warnings():
         # Resumability is marked experimental; it is what makes a confirmation pause the run.
         warnings.filterwarnings("ignore", message=r".*ResumabilityConfig", category=UserWarning)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import msgspec
 from google.adk.agents.callback_context import CallbackContext
@@ -43,6 +44,8 @@ from protocol.native import (
 )
 
 from .agent import APP_NAME, USER_ID, CodingTool, ModelSlot, build_app
+from .depth import Depth
+from .skills import SKILL_TOOLS
 from .events import EventMapper
 from .store import JsonlSessionService, StoreCorrupt, new_session_id
 from .turn import Turn
@@ -74,8 +77,10 @@ class Worker:
     """See the module docstring."""
 
     def __init__(self, emit: Callable[[Event], None], *,
-                 model_factory: ModelFactory = default_model) -> None:
+                 model_factory: ModelFactory = default_model,
+                 environ: Mapping[str, str] | None = None) -> None:
         self._emit = emit
+        self._environ = os.environ if environ is None else environ
         self._model_factory = model_factory
         self._start: Start | None = None
         self._runner: Runner | None = None
@@ -83,6 +88,7 @@ class Worker:
         self._slot: ModelSlot | None = None
         self._models: list[BaseLlm] = []
         self._gate: Gate | None = None
+        self._depth: Depth | None = None
         self._session_id = ""
         self._turn: Turn | None = None
         self._task: asyncio.Task[None] | None = None
@@ -164,15 +170,20 @@ class Worker:
         self._gate = Gate(start.permissions)
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
-        tools = [CodingTool(spec, workspace, self._gate) for spec in TOOLS]
-        system = _SYSTEM.format(cwd=workspace.root)
-        if start.instructions:
-            system += "\n\n" + start.instructions
-        app = build_app(self._slot, list(tools), instruction=lambda _ctx: system,
-                        before_model=self._before_model, thinking=start.thinking)
+        # Discovery reads files: off the event loop.
+        depth = await asyncio.to_thread(
+            Depth, start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
+            system=_SYSTEM.format(cwd=workspace.root), session_instructions=start.instructions,
+            active_tools=start.tools, session_id=session_id)
+        tools = [*(CodingTool(spec, workspace, self._gate) for spec in TOOLS), *depth.tools]
+        self._depth = depth
+        app = build_app(self._slot, list(tools), instruction=depth.instruction,
+                        before_model=[self._before_model, depth.before_model],
+                        before_tool=depth.before_tool, after_tool=depth.after_tool,
+                        thinking=start.thinking)
         self._runner = Runner(app=app, session_service=store)
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
-                        tools=[spec.name for spec in TOOLS]))
+                        tools=depth.tool_names([tool.name for tool in tools])))
 
     async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
         wanted = start.session_id
@@ -200,10 +211,11 @@ class Worker:
         if self._turn is not None or not self._queued or start is None or runner is None \
                 or store is None or gate is None:
             return
-        kinds = {spec.name: spec.kind for spec in TOOLS}
+        kinds = {spec.name: spec.kind for spec in TOOLS} | dict.fromkeys(SKILL_TOOLS, "read")
         turn = Turn(self._queued.popleft(), runner=runner, session_id=self._session_id,
                     store=store, mapper=EventMapper(kinds), gate=gate,
-                    account=TurnAccount(start.prices), emit=self._emit)
+                    account=TurnAccount(start.prices), emit=self._emit,
+                    hooks=self._depth if self._depth is not None and self._depth.hooks else None)
         self._turn = turn
         self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
 
@@ -213,6 +225,8 @@ class Worker:
         finally:
             self._turn = None
             self._task = None
+            if self._depth is not None:
+                self._depth.end_turn()
         left = turn.leftover()
         if left:  # steered after the turn's end was decided (an interrupt, an error): not lost
             self._queued.appendleft("\n\n".join(left))

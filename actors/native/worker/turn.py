@@ -21,6 +21,11 @@ its HTTP stream) or tool (bash kills its process group) and seals the unanswered
 paused on confirmations stops waiting. Either way it ends ``interrupted``, not an error. A model
 failure (``ModelError``) becomes its ``error`` event and an error ``result``.
 
+Hooks (``TurnHooks``): a UserPromptSubmit block ends the turn before any model call (an
+``error`` event, then ``result {blocked}``); when the turn would end normally, Stop hooks may
+keep it going with their reason as the next user message (at most ``_MAX_STOP_CONTINUES``
+times; the hook sees ``stop_hook_active: true`` after the first).
+
 Before ``result`` is emitted the store is flushed, so the turn's events are on disk first.
 """
 
@@ -31,6 +36,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import aclosing
+from typing import Protocol
 
 from google.adk.agents._streaming_mode import StreamingMode
 from google.adk.agents.run_config import RunConfig
@@ -51,6 +57,17 @@ __all__ = ["Turn"]
 log = logging.getLogger("corral.native.turn")
 
 _RUN_CONFIG = RunConfig(streaming_mode=StreamingMode.SSE)
+_MAX_STOP_CONTINUES = 5
+"""How many times Stop hooks may keep one turn going."""
+
+
+class TurnHooks(Protocol):
+    """The session's UserPromptSubmit and Stop hooks (``worker.depth.Depth``): each answers
+    the reason to block (the prompt) or to go on (the turn), or ``None``."""
+
+    async def on_prompt(self, text: str) -> str | None: ...
+
+    async def on_stop(self, active: bool) -> str | None: ...
 
 
 class Turn:
@@ -58,7 +75,8 @@ class Turn:
 
     def __init__(self, text: str, *, runner: Runner, session_id: str,
                  store: JsonlSessionService, mapper: EventMapper, gate: Gate,
-                 account: TurnAccount, emit: Callable[[Event], None]) -> None:
+                 account: TurnAccount, emit: Callable[[Event], None],
+                 hooks: TurnHooks | None = None) -> None:
         self.text = text
         self._runner = runner
         self._session_id = session_id
@@ -67,6 +85,7 @@ class Turn:
         self._gate = gate
         self._account = account
         self._emit = emit
+        self._hooks = hooks
         self._steers: list[str] = []
         self._decisions: dict[str, Decision] = {}
         self._abort = asyncio.Event()
@@ -114,7 +133,14 @@ class Turn:
         started = time.monotonic()
         stop, is_error = "end_turn", False
         message: types.Content | None = _user([self.text])
+        continued = 0
         try:
+            hooks = self._hooks
+            blocked = await hooks.on_prompt(self.text) if hooks is not None else None
+            if blocked is not None:
+                self._emit(Error(code="native.hooks.prompt_blocked", error_class="unknown",
+                                 message=f"a UserPromptSubmit hook blocked the prompt: {blocked}"))
+                message, stop, is_error = None, "blocked", True
             while message is not None:
                 await self._invoke(message)
                 message = None
@@ -125,6 +151,12 @@ class Turn:
                     stop = "interrupted" if message is None else stop
                 else:
                     message = self.take_steers()
+                if message is None and stop == "end_turn" and hooks is not None \
+                        and continued < _MAX_STOP_CONTINUES:
+                    reason = await hooks.on_stop(continued > 0)
+                    if reason is not None:  # a Stop hook wants more: its reason is the prompt
+                        continued += 1
+                        message = _user([reason])
         except ModelError as exc:
             self._emit(exc.event())
             stop, is_error = "error", True

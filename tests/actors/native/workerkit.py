@@ -25,6 +25,7 @@ from google.adk.models.base_llm import BaseLlm
 from actors.native.worker.core import Worker
 from protocol.events import Event, Permission, Result, Tool
 from protocol.models import Permissions
+from protocol.native_context import ContextSettings
 from protocol.native import (
     Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Start, Steer,
 )
@@ -63,9 +64,12 @@ class WorkerRig:
                  mode: str = "auto", allow_tools: list[str] | None = None,
                  model: str = "openai/gpt-4.1-mini", session_id: str | None = None,
                  prices: dict[str, Price] | None = None,
-                 models: dict[str, ScriptedLlm] | None = None) -> None:
+                 models: dict[str, ScriptedLlm] | None = None,
+                 context: ContextSettings = ContextSettings(), tools: list[str] | None = None,
+                 environ: dict[str, str] | None = None) -> None:
         self.cwd = tmp / "cwd"
         self.cwd.mkdir(exist_ok=True)
+        self.home = tmp / "home"
         self.store = tmp / "store"
         self.llm = ScriptedLlm(steps)
         self.models = {model: self.llm, **(models or {})}
@@ -75,8 +79,10 @@ class WorkerRig:
                             permissions=Permissions(mode=mode,  # type: ignore[arg-type]
                                                     allow_tools=allow_tools or []),
                             session_id=session_id, store_dir=str(self.store),
-                            prices=prices or {})
-        self.worker = Worker(self._emit, model_factory=self._model)
+                            prices=prices or {}, context=context, tools=tools)
+        # A home of the test's own: instruction and skill discovery never sees the real one.
+        self.worker = Worker(self._emit, model_factory=self._model,
+                             environ={"HOME": str(self.home), **(environ or {})})
         self._changed = asyncio.Event()
 
     async def __aenter__(self) -> WorkerRig:
