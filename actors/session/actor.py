@@ -3,12 +3,14 @@
 Theory of operation
 -------------------
 The core (``actors.session.core``) takes every decision; this loop owns the I/O: the event log,
-the harness child's supervisor (``actors.session.child``) and the timers. It takes one message
-at a time from a bounded inbox, a client request with its one-shot reply or a notice about the
-harness child, hands it to the core with the time, and performs the outputs in order:
+the harness child's supervisor (``actors.session.child``) and the timers. It takes from a
+bounded inbox the messages that are ready (a client request with its one-shot reply, a notice
+about the harness child; up to ``_BATCH`` at once, with no wait between them), hands each to
+the core with the time, and performs the outputs in order:
 
 * ``Emit``: append to the log (``os.write``; no fsync in the loop). Before an answer and at the
-  end of each batch the loop wakes the subscription pumps and awaits the log's ``commit`` (an
+  end of each batch the loop *publishes*: it shows the new events to the subscription pumps
+  (``Feed.appended``, one wake-up per batch, not per event) and awaits the log's ``commit`` (an
   fsync in a worker thread, when the durability setting asks for one; under ``event`` before
   the wake-up, under ``turn`` right after it), so every event a client sees is in the file
   first, and appends are never reordered around a sync.
@@ -82,7 +84,7 @@ from protocol.models import SessionInfo
 from actors.session.config import SessionsConfig
 from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.spec import redact
-from supervisor.tree.mailbox import Mailbox, Reply
+from supervisor.tree.mailbox import Mailbox, MailboxFull, Reply
 
 __all__ = ["Session", "SessionDeps"]
 
@@ -91,6 +93,8 @@ log = logging.getLogger("corral.session")
 _REQUEST_TIMEOUT = 30.0
 AFTER_RESULT_TIMEOUT = 30.0
 """Seconds the ``after_result`` hook may take (git on a large worktree) before it is abandoned."""
+_BATCH = 64
+"""Messages the loop takes at most before it publishes (and lets other tasks run)."""
 T = TypeVar("T")
 Offload = Callable[[Callable[[], T]], Awaitable[T]]
 
@@ -137,7 +141,7 @@ class Session:
         self._published = log.last_seq
         self.harness = Harness(
             driver=deps.driver, session_id=meta.id, harness=meta.harness, sessions=deps.sessions,
-            children=deps.children, ledger=deps.ledger, tell=self._inbox.send,
+            children=deps.children, ledger=deps.ledger, tell=self._tell,
             request=self.core.child_request, frame_log=frame_log)
 
     # --- the API the daemon calls --------------------------------------------------------
@@ -234,6 +238,8 @@ class Session:
                     with trio.move_on_at(math.inf if deadline is None else deadline):
                         msg = await self._inbox.receive()
                     await self._take(msg)
+                    await self._take_ready()
+                    await self._publish()
                     if not started and self.core.settled:
                         task_status.started()
                         started = True
@@ -245,6 +251,18 @@ class Session:
                 if not started:
                     task_status.started()
                 self._fail_calls(SessionClosed(f"session {self.id} is {self.state}"))
+
+    async def _take_ready(self) -> None:
+        """Take the messages already waiting (at most ``_BATCH - 1`` more), so that one publish
+        serves the whole batch."""
+        for _ in range(_BATCH - 1):
+            if self.core.finished:
+                return
+            try:
+                msg = self._inbox.receive_nowait()
+            except trio.WouldBlock:
+                return
+            await self._take(msg)
 
     async def _take(self, msg: _Call | Input | _LogBroken | _Announce | None) -> None:
         if isinstance(msg, _LogBroken):
@@ -258,9 +276,15 @@ class Session:
             call = next(self._call_ids)
             self._calls[call] = msg.reply
             msg = Request(call=call, request=msg.request, by=msg.by)
-        await self._perform(self.core.receive(Tick() if msg is None else msg, trio.current_time()))
+        await self._apply(self.core.receive(Tick() if msg is None else msg, trio.current_time()))
 
     async def _perform(self, outputs: list[Output]) -> None:
+        await self._apply(outputs)
+        await self._publish()
+
+    async def _apply(self, outputs: list[Output]) -> None:
+        """Perform ``outputs`` in order; the events appended are published (shown to the pumps)
+        before an answer and at the end of the batch (``_publish``)."""
         for out in outputs:
             match out:
                 case Emit(event=event):
@@ -282,7 +306,6 @@ class Session:
                         reply.send(result or Empty())
                 case SaveMeta(meta=meta):
                     await self._offload(functools.partial(write_meta, self.deps.directory, meta))
-        await self._publish()
 
     async def _publish(self) -> None:
         """Wake the pumps for what was appended and make it durable as the setting asks: with
@@ -295,6 +318,14 @@ class Session:
             self._published = self.log.last_seq
             self.feed.appended()
         await self.log.commit()
+
+    async def _tell(self, msg: Input) -> None:
+        """Deliver a notice about the child without a schedule point while the inbox has room (a
+        frame costs the forwarding task one step, not two); wait for room when it is full."""
+        try:
+            self._inbox.send_nowait(msg)
+        except MailboxFull:
+            await self._inbox.send(msg)
 
     async def _flush(self) -> None:
         try:

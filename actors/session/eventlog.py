@@ -252,18 +252,20 @@ class EventLog:
         """Whether an append since the last ``commit`` must be fsynced before it is shown."""
         return self._sync_due
 
-    def read_from(self, from_seq: int) -> Iterator[bytes]:
-        """Encoded frames with ``seq >= max(from_seq, 1)`` up to the current ``last_seq``, in order.
+    def read_from(self, from_seq: int, until: int | None = None) -> Iterator[bytes]:
+        """Encoded frames with ``seq >= max(from_seq, 1)`` up to ``until`` (default: the current
+        ``last_seq``), in order.
 
         Served from memory when the tail covers ``from_seq``, else streamed from the file (which
         can raise ``StorageFailed`` while iterating). Works after ``close``.
         """
-        start, end = max(from_seq, 1), self._last_seq
+        start = max(from_seq, 1)
+        end = self._last_seq if until is None else min(until, self._last_seq)
         if start > end:
             return iter(())
-        tail_first = end - len(self._tail) + 1
+        tail_first = self._last_seq - len(self._tail) + 1
         if self._tail and start >= tail_first:
-            return iter(list(islice(self._tail, start - tail_first, None)))
+            return iter(list(islice(self._tail, start - tail_first, end - tail_first + 1)))
         block = (start - 1) // INDEX_STEP
         return read_lines(self._path, self._index[block], block * INDEX_STEP + 1, start, end)
 

@@ -3,6 +3,11 @@
 A subscription is a cursor over the log, so replay and live delivery are one loop: read what
 is there from the cursor on, then wait until the log grows past it. No event can be skipped
 or sent twice at the switch-over from replay to live, because there is no switch-over.
+
+The feed shows the log up to the last ``appended()`` (the session's *publish*), not up to its
+last write: the session publishes a batch of events only once they are as durable as its
+setting asks, so a pump that happens to be awake never reads an event the log has not
+committed yet.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ class LogReader(Protocol):
     @property
     def last_seq(self) -> int: ...
 
-    def read_from(self, from_seq: int) -> Iterator[bytes]: ...
+    def read_from(self, from_seq: int, until: int | None = None) -> Iterator[bytes]: ...
 
 
 class Feed:
@@ -31,15 +36,17 @@ class Feed:
 
     def __init__(self, log: LogReader) -> None:
         self._log = log
+        self._shown = log.last_seq
         self._grew = trio.Event()
 
     @property
     def last_seq(self) -> int:
-        return self._log.last_seq
+        """The newest seq published."""
+        return self._shown
 
     def read_from(self, from_seq: int) -> Iterator[bytes]:
-        """Encoded event frames with ``seq >= from_seq``, as they were first sent."""
-        return self._log.read_from(from_seq)
+        """Encoded event frames with ``from_seq <= seq <= last_seq``, as they were first sent."""
+        return self._log.read_from(from_seq, self._shown)
 
     def rebind(self, log: LogReader) -> None:
         """Serve ``log`` from now on (the same session's log, reopened with every seq it had)."""
@@ -47,11 +54,13 @@ class Feed:
         self.appended()
 
     def appended(self) -> None:
-        """Wake every pump waiting for a new event (called by the session after each append)."""
+        """Publish everything the log holds and wake every pump waiting for a new event (called
+        by the session once a batch of appends is committed)."""
+        self._shown = self._log.last_seq
         self._grew.set()
         self._grew = trio.Event()
 
     async def wait_past(self, seq: int) -> None:
-        """Return once the log holds an event after ``seq``. Cancellable."""
-        while self._log.last_seq <= seq:
+        """Return once an event after ``seq`` is published. Cancellable."""
+        while self._shown <= seq:
             await self._grew.wait()

@@ -26,6 +26,7 @@ from typing import Protocol
 import msgspec
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
+from wsproto.events import TextMessage
 
 from protocol.errors import BadHandshake, CorralError, ErrorCode
 from protocol.messages import ClientRequest, SessionSubscribe, SessionUnsubscribe
@@ -43,6 +44,7 @@ FLUSH_TIMEOUT = 2.0
 """How long a closing connection keeps writing what is queued for its client."""
 _CLOSE_TIMEOUT = 1.0
 _INTERNAL_ERROR = 1011
+_BURST_BYTES = 1 << 20
 
 
 class FeedLike(Protocol):
@@ -229,22 +231,32 @@ class Connection:
     # --- writing ----------------------------------------------------------------------------
 
     async def _writer(self, scope: trio.CancelScope) -> None:
-        """Write what the core hands out; shielded (``run`` bounds it), so no frame is cut short."""
+        """Write what the core hands out, a burst at a time; shielded (``run`` bounds it), so no
+        frame is cut short."""
         with scope:
             try:
                 while True:
-                    frame = self.core.next_frame()
-                    if frame is None:
+                    frames = self._take_burst()
+                    if not frames:
                         if self._draining:
                             return
                         await self._until(lambda: self.core.queued > 0 or self._draining)
                         continue
-                    await self.ws.send_message(frame.decode())
+                    await _send_messages(self.ws, frames)
             except ConnectionClosed:
                 pass
             finally:
                 if self._serving is not None:
                     self._serving.cancel()
+
+    def _take_burst(self) -> list[bytes]:
+        """Every frame queued now (up to ``_BURST_BYTES``): one write, one wake-up of the client."""
+        frames: list[bytes] = []
+        size = 0
+        while size < _BURST_BYTES and (frame := self.core.next_frame()) is not None:
+            frames.append(frame)
+            size += len(frame)
+        return frames
 
     def _changed(self) -> None:
         self._wake.set()
@@ -255,6 +267,26 @@ class Connection:
     async def _until(self, condition: Callable[[], bool]) -> None:
         while not condition():
             await self._wake.wait()
+
+
+async def _send_messages(ws: WebSocketConnection, frames: list[bytes]) -> None:
+    """Send ``frames`` (UTF-8 JSON) as text messages with one write to the stream.
+
+    trio-websocket's ``send_message`` writes each message on its own, and each write wakes the
+    client; a burst of events (a turn's last message, its ``result``, the ``idle`` status) then
+    costs several wake-ups of the client and as many of the daemon. This is ``_send`` of
+    trio-websocket 0.12.2 (pinned; the listener leans on its internals too) for several messages.
+    Raises ``ConnectionClosed`` as ``send_message`` does.
+    """
+    if ws._close_reason:
+        raise ConnectionClosed(ws._close_reason)
+    data = b"".join(ws._wsproto.send(TextMessage(data=frame.decode())) for frame in frames)
+    async with ws._stream_lock:
+        try:
+            await ws._stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await ws._abort_web_socket()
+            raise ConnectionClosed(ws._close_reason) from None
 
 
 def _is_crash(exc: BaseException) -> bool:

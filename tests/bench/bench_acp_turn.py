@@ -13,17 +13,16 @@ this process, scripted up front in the order the turns ask):
   protocol client over the websocket (``session.prompt``, then events until ``result``).
 
 Turns are timed from the prompt to its ``result``: a **text** turn (one streamed answer) and a
-**tool** turn (a shell command the agent runs itself, then an answer), alternating between the
-paths; the first ``--warmup`` turns of each shape are not counted. Printed per shape: medians,
-p90s, their differences and the median of the paired differences (``tests.bench.turns``).
+**tool** turn (a shell command the agent runs itself, then an answer), in rounds over the paths;
+the first ``--warmup`` turns of each shape are not counted. Rounds, ``--baseline DIR`` and the
+paired figures: ``tests.bench.turns``.
 """
 
 from __future__ import annotations
 
-import argparse
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +32,12 @@ from actors.harness import HarnessRequest
 from protocol.events import Result
 from protocol.models import Permissions
 from tests.actors.vendors.acp.live import LiveAcp
-from tests.bench.turns import report
-from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
+from tests.bench.turns import Bench, Turn, arguments, bench_of, daemons, measure, report
+from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.acp_offline import MODELS, aside, binary, install_hint, offline
 from tests.fakes.model_script import Turn as Step
 from tests.fakes.model_script import call, say
 from tests.fakes.model_server import FakeModels
-
-Turn = Callable[[str], Awaitable[None]]
 
 
 def shapes(agent: str) -> dict[str, Callable[[int], list[Step]]]:
@@ -75,47 +72,31 @@ async def corral_turn(client: RawClient, sid: str) -> Turn:
     return turn
 
 
-async def measure(turns: dict[str, Turn], shape: str, count: int,
-                  warmup: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in turns}
-    for n in range(warmup + count):
-        for name, turn in turns.items():
-            started = time.perf_counter()
-            await turn(f"{shape} turn {n}")
-            if n >= warmup:
-                times[name].append((time.perf_counter() - started) * 1000)
-    return times
-
-
-async def main(agent: str, count: int, warmup: int) -> None:
+async def main(agent: str, bench: Bench) -> None:
     path = binary(agent)
     if path is None:
         raise SystemExit(f"{agent} is not installed ({install_hint(agent)})")
     table = shapes(agent)
-    steps = [step for shape in table for n in range(warmup + count) for _ in range(2)
-             for step in table[shape](n)]
+    steps = [step for shape in table for n in range(bench.warmup + bench.count)
+             for _ in range(bench.paths) for step in table[shape](n)]
     server = FakeModels(steps, aside=aside(agent))
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         async with trio.open_nursery() as nursery:
             port = await nursery.start(server.serve)
-            live = LiveAcp(agent, _request(agent, tmp / "direct", port, path),
-                           stderr_path=tmp / "direct-stderr.txt")
-            await nursery.start(live.run)
-            await live.wait_until(lambda: live.translator.ready)
-            daemon = await start_daemon(tmp / "corral" / "state")
-            try:
-                async with raw_client(daemon) as client:
-                    sid = await _create(client, agent, tmp / "corral", port, path)
-                    turns = {"direct": await direct_turn(live),
-                             "corral": await corral_turn(client, sid)}
-                    print(f"{agent} {path}; {count} counted turns per shape after {warmup} warm-up")
-                    for shape in table:
-                        report(shape, await measure(turns, shape, count, warmup))
-                    await client.ok("session.close", session_id=sid)
-            finally:
-                await stop_daemon(daemon)
-                await live.close()
+            async with AsyncExitStack() as stack:
+                live = LiveAcp(agent, _request(agent, tmp / "direct", port, path),
+                               stderr_path=tmp / "direct-stderr.txt")
+                await nursery.start(live.run)
+                stack.push_async_callback(live.close)
+                await live.wait_until(lambda: live.translator.ready)
+                turns: dict[str, Turn] = {"direct": await direct_turn(live)}
+                for name, daemon in (await stack.enter_async_context(daemons(bench, tmp))).items():
+                    client = await stack.enter_async_context(raw_client(daemon))
+                    turns[name] = await corral_turn(client, await _create(client, agent, tmp / name, port, path))
+                print(f"{agent} {path}; {bench.count} counted turns per shape after {bench.warmup} warm-up")
+                for shape in table:
+                    report(shape, await measure(turns, shape, bench.count, bench.warmup))
             nursery.cancel_scope.cancel()
     if len(server.model_requests()) != len(steps):
         raise RuntimeError(f"{len(server.model_requests())} model calls, {len(steps)} scripted")
@@ -145,9 +126,7 @@ async def _create(client: RawClient, agent: str, root: Path, port: int, path: st
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = arguments(__doc__)
     parser.add_argument("agent", choices=["gemini", "copilot", "claude-acp"])
-    parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
-    trio.run(main, args.agent, args.turns, args.warmup)
+    trio.run(main, args.agent, bench_of(args))

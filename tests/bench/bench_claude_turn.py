@@ -13,12 +13,13 @@ a process of its own, scripted up front with every reply in the order the turns 
 
 Each turn is timed from sending the prompt to receiving its ``result`` event. Two turn shapes: a
 **text** turn (one model call streaming a short answer) and a **tool** turn (a model call that
-runs a Bash command writing a file in the workspace, then a second call that answers). Both
-sessions run with ``permissions: auto`` (Claude's ``bypassPermissions``), so no permission is
-asked on either path. The two paths take turns of the same shape alternately (which goes first
-flips every round), so both see the same machine load and the same growth of the conversation;
-the first ``--warmup`` turns of each shape are not counted. The server's request log must show
-exactly the scripted number of model calls, and every tool turn must have written its file.
+runs a Bash command writing a file in the workspace, then a second call that answers). Every
+session runs with ``permissions: auto`` (Claude's ``bypassPermissions``), so no permission is
+asked on any path. The paths take turns of the same shape in rounds (``tests.bench.turns``:
+rotating order, ``--baseline DIR`` for a daemon of an earlier tree beside this one, paired
+differences); the first ``--warmup`` turns of each shape are not counted. The server's request
+log must show exactly the scripted number of model calls, and every tool turn must have written
+its file.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,8 @@ import trio
 from protocol.events import Result
 from protocol.models import Permissions
 from tests.actors.vendors.claude.live import LiveClaude, make_request
-from tests.bench.turns import read_port_line, report, run
-from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
+from tests.bench.turns import Bench, Turn, daemons, measure, read_port_line, report, run
+from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.anthropic_script import Reply, bash, text
 from tests.fakes.claude_offline import INSTALL_HINT, claude_binary, offline_env
 
@@ -47,9 +48,6 @@ SHAPES: dict[str, Callable[[int], list[Reply]]] = {
     "text": lambda n: [text(f"Answer number {n}, streamed in a few small chunks.")],
     "tool": lambda n: [bash(f"echo {n} > out-{n}.txt"), text("Wrote it.")],
 }
-PATHS = ("direct", "corral")
-
-Turn = Callable[[str], Awaitable[None]]
 
 
 def direct_turn(live: LiveClaude) -> Turn:
@@ -77,26 +75,10 @@ def corral_turn(client: RawClient, sid: str) -> Turn:
     return turn
 
 
-async def measure(turns: dict[str, Turn], shape: str, count: int, warmup: int) -> dict[str, list[float]]:
-    """Run ``warmup + count`` turns of ``shape`` on every path, alternating; times in ms.
-
-    The order flips every round, so neither path always runs in the wake of the other (Claude
-    writes its transcript some 50 ms after a turn ends).
-    """
-    times: dict[str, list[float]] = {name: [] for name in turns}
-    for n in range(warmup + count):
-        for name, turn in sorted(turns.items(), reverse=n % 2 == 1):
-            started = time.perf_counter()
-            await turn(f"{shape} turn {n}")
-            if n >= warmup:
-                times[name].append((time.perf_counter() - started) * 1000)
-    return times
-
-
-def script(count: int, warmup: int) -> list[Reply]:
-    """Every reply, in the order ``measure`` asks for them (both paths get the same replies)."""
-    return [reply for shape in SHAPES for n in range(warmup + count) for _ in PATHS
-            for reply in SHAPES[shape](n)]
+def script(bench: Bench) -> list[Reply]:
+    """Every reply, in the order ``measure`` asks for them (every path gets the same replies)."""
+    return [reply for shape in SHAPES for n in range(bench.warmup + bench.count)
+            for _ in range(bench.paths) for reply in SHAPES[shape](n)]
 
 
 async def serve_script(replies: list[Reply], directory: Path, nursery: trio.Nursery) -> int:
@@ -114,44 +96,40 @@ async def serve_script(replies: list[Reply], directory: Path, nursery: trio.Nurs
     return int((await read_port_line(process, "Anthropic")).split()[1])
 
 
-async def main(count: int, warmup: int) -> None:
+async def main(bench: Bench) -> None:
     binary = claude_binary()
     if binary is None:
         sys.exit(f"Claude Code is not installed ({INSTALL_HINT})")
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        direct_dir, corral_dir = tmp / "direct", tmp / "corral"
+        direct_dir = tmp / "direct"
         direct_dir.mkdir()
-        corral_dir.mkdir()
-        replies = script(count, warmup)
+        replies = script(bench)
         async with trio.open_nursery() as nursery:
             port = await serve_script(replies, tmp, nursery)
-            live = LiveClaude(make_request(direct_dir, port, binary, permissions=Permissions(mode="auto")),
-                              stderr_path=direct_dir / "stderr.txt")
-            await nursery.start(live.run)
-            await live.wait_ready()
-            daemon = await start_daemon(corral_dir / "state")
-            try:
-                async with raw_client(daemon) as client:
-                    sid = await _create(client, corral_dir, port, binary)
-                    turns = {"direct": direct_turn(live), "corral": corral_turn(client, sid)}
-                    print(f"claude {version} ({binary}); {count} counted turns per shape and path "
-                          f"after {warmup} warm-up")
-                    for shape in SHAPES:
-                        report(shape, await measure(turns, shape, count, warmup))
-                    await client.ok("session.close", session_id=sid)
-            finally:
-                await stop_daemon(daemon)
-                await live.close()
+            async with AsyncExitStack() as stack:
+                live = LiveClaude(make_request(direct_dir, port, binary, permissions=Permissions(mode="auto")),
+                                  stderr_path=direct_dir / "stderr.txt")
+                await nursery.start(live.run)
+                stack.push_async_callback(live.close)
+                await live.wait_ready()
+                turns: dict[str, Turn] = {"direct": direct_turn(live)}
+                for name, daemon in (await stack.enter_async_context(daemons(bench, tmp))).items():
+                    client = await stack.enter_async_context(raw_client(daemon))
+                    turns[name] = corral_turn(client, await _create(client, tmp / name, port, binary))
+                print(f"claude {version} ({binary}); {bench.count} counted turns per shape and path "
+                      f"after {bench.warmup} warm-up")
+                for shape in SHAPES:
+                    report(shape, await measure(turns, shape, bench.count, bench.warmup))
             nursery.cancel_scope.cancel()
         calls = (tmp / "requests.ndjson").read_text().splitlines()
         if len(calls) != len(replies):
             raise RuntimeError(f"{len(calls)} model calls, {len(replies)} scripted")
-        for root in (direct_dir, corral_dir):
-            written = sorted((root / "work").glob("out-*.txt"))
-            if len(written) != warmup + count:
-                raise RuntimeError(f"{len(written)} tool turns wrote their file in {root}")
+        for name in ("direct", *bench.daemon_paths):
+            written = sorted((tmp / name / "work").glob("out-*.txt"))
+            if len(written) != bench.warmup + bench.count:
+                raise RuntimeError(f"{len(written)} tool turns wrote their file on the {name} path")
 
 
 async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:

@@ -13,12 +13,11 @@ process of its own, scripted up front with every reply in the order the turns as
 
 Each turn is timed from sending the prompt to receiving its ``result`` event. Two turn shapes: a
 **text** turn (one model call streaming a short answer) and a **tool** turn (a model call that
-runs a shell command in the workspace, then a second call that answers). The two paths take
-turns of the same shape alternately, so both see the same machine load and the same growth of
+runs a shell command in the workspace, then a second call that answers). The paths take
+turns of the same shape in rounds, so all see the same machine load and the same growth of
 the thread's history; the first ``--warmup`` turns of each shape are not counted. The server's
-request log must show exactly the scripted number of model calls. Printed per shape: median and
-p90 of each path, their differences, and the median of the paired differences (turn k through
-corral minus turn k direct, which cancels slow drifts of the machine).
+request log must show exactly the scripted number of model calls. Rounds, ``--baseline DIR`` and
+the paired figures: ``tests.bench.turns``.
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,8 +37,8 @@ import trio
 from protocol.events import Init, Result
 from protocol.models import Permissions
 from tests.actors.vendors.codex.live import LiveCodex, make_request
-from tests.bench.turns import read_port_line, report, run
-from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
+from tests.bench.turns import Bench, Turn, daemons, measure, read_port_line, report, run
+from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args
 from tests.fakes.openai_server import Exec, Reply, Text
 
@@ -48,8 +47,6 @@ SHAPES: dict[str, Callable[[int], list[Reply]]] = {
     "text": lambda n: [Text(text=f"Answer number {n}, streamed in a few small chunks.")],
     "tool": lambda n: [Exec(cmd=f"echo {n} > out-{n}.txt && echo wrote"), Text(text="Wrote it.")],
 }
-
-Turn = Callable[[str], Awaitable[None]]
 
 
 async def direct_turn(live: LiveCodex) -> Turn:
@@ -75,23 +72,10 @@ async def corral_turn(client: RawClient, sid: str) -> Turn:
     return turn
 
 
-async def measure(turns: dict[str, Turn], shape: str, count: int,
-                  warmup: int) -> dict[str, list[float]]:
-    """Run ``warmup + count`` turns of ``shape`` on every path, alternating; times in ms."""
-    times: dict[str, list[float]] = {name: [] for name in turns}
-    for n in range(warmup + count):
-        for name, turn in turns.items():
-            started = time.perf_counter()
-            await turn(f"{shape} turn {n}")
-            if n >= warmup:
-                times[name].append((time.perf_counter() - started) * 1000)
-    return times
-
-
-def script(paths: int, count: int, warmup: int) -> list[Reply]:
+def script(bench: Bench) -> list[Reply]:
     """Every reply, in the order ``measure`` asks for them."""
-    return [reply for shape in SHAPES for n in range(warmup + count) for _ in range(paths)
-            for reply in SHAPES[shape](n)]
+    return [reply for shape in SHAPES for n in range(bench.warmup + bench.count)
+            for _ in range(bench.paths) for reply in SHAPES[shape](n)]
 
 
 async def serve_script(replies: list[Reply], directory: Path, nursery: trio.Nursery) -> int:
@@ -104,36 +88,31 @@ async def serve_script(replies: list[Reply], directory: Path, nursery: trio.Nurs
     return int(await read_port_line(process, "OpenAI"))
 
 
-async def main(count: int, warmup: int) -> None:
+async def main(bench: Bench) -> None:
     binary = codex_binary()
     if binary is None:
         sys.exit(f"codex is not installed ({INSTALL_HINT})")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        direct_dir, corral_dir = tmp / "direct", tmp / "corral"
+        direct_dir = tmp / "direct"
         direct_dir.mkdir()
-        corral_dir.mkdir()
-        replies = script(2, count, warmup)
+        replies = script(bench)
         async with trio.open_nursery() as nursery:
             port = await serve_script(replies, tmp, nursery)
-            live = LiveCodex(make_request(direct_dir, port, binary,
-                                          permissions=Permissions(mode="auto_edit")),
-                             stderr_path=direct_dir / "stderr.txt")
-            await nursery.start(live.run)
-            await live.wait_for(lambda e: isinstance(e, Init))
-            daemon = await start_daemon(corral_dir / "state")
-            try:
-                async with raw_client(daemon) as client:
-                    sid = await _create(client, corral_dir, port, binary)
-                    turns = {"direct": await direct_turn(live),
-                             "corral": await corral_turn(client, sid)}
-                    print(f"codex {binary}; {count} counted turns per shape after {warmup} warm-up")
-                    for shape in SHAPES:
-                        report(shape, await measure(turns, shape, count, warmup))
-                    await client.ok("session.close", session_id=sid)
-            finally:
-                await stop_daemon(daemon)
-                await live.close()
+            async with AsyncExitStack() as stack:
+                live = LiveCodex(make_request(direct_dir, port, binary,
+                                              permissions=Permissions(mode="auto_edit")),
+                                 stderr_path=direct_dir / "stderr.txt")
+                await nursery.start(live.run)
+                stack.push_async_callback(live.close)
+                await live.wait_for(lambda e: isinstance(e, Init))
+                turns: dict[str, Turn] = {"direct": await direct_turn(live)}
+                for name, daemon in (await stack.enter_async_context(daemons(bench, tmp))).items():
+                    client = await stack.enter_async_context(raw_client(daemon))
+                    turns[name] = await corral_turn(client, await _create(client, tmp / name, port, binary))
+                print(f"codex {binary}; {bench.count} counted turns per shape after {bench.warmup} warm-up")
+                for shape in SHAPES:
+                    report(shape, await measure(turns, shape, bench.count, bench.warmup))
             nursery.cancel_scope.cancel()
         calls = [line for line in (tmp / "log.ndjson").read_text().splitlines()
                  if '"/v1/responses"' in line]

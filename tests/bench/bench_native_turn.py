@@ -174,4 +174,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--bare"]:
         asyncio.run(bare_runner(int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]))
     else:
-        run(main, __doc__)
+        run(lambda bench: main(bench.count, bench.warmup), __doc__)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,8 @@ import trio
 
 from protocol.events import Init, Result
 from tests.actors.vendors.pi.live import LivePi, make_request
-from tests.bench.turns import read_port_line, report, run
-from tests.e2e.daemonproc import RawClient, raw_client, start_daemon, stop_daemon
+from tests.bench.turns import Bench, Turn, daemons, measure, read_port_line, report, run
+from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.model_script import Step, call, say
 from tests.fakes.pi_offline import INSTALL_HINT, MODEL, offline_env, pi_binary, write_home
 
@@ -42,7 +42,6 @@ SHAPES: dict[str, Callable[[int], list[Step]]] = {
     "tool": lambda n: [call("bash", command=f"echo {n} > out-{n}.txt && echo wrote"),
                        say("Wrote it.")],
 }
-Turn = Callable[[str], Awaitable[None]]
 
 
 async def direct_turn(live: LivePi) -> Turn:
@@ -65,28 +64,16 @@ async def corral_turn(client: RawClient, sid: str) -> Turn:
     return turn
 
 
-async def measure(turns: dict[str, Turn], shape: str, count: int,
-                  warmup: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in turns}
-    for n in range(warmup + count):
-        for name, turn in turns.items():
-            started = time.perf_counter()
-            await turn(f"{shape} turn {n}")
-            if n >= warmup:
-                times[name].append((time.perf_counter() - started) * 1000)
-    return times
-
-
-async def main(count: int, warmup: int) -> None:
+async def main(bench: Bench) -> None:
     binary = pi_binary()
     if binary is None:
         sys.exit(f"pi is not installed ({INSTALL_HINT})")
-    steps = [step for shape in SHAPES for n in range(warmup + count) for _ in range(2)
-             for step in SHAPES[shape](n)]
+    steps = [step for shape in SHAPES for n in range(bench.warmup + bench.count)
+             for _ in range(bench.paths) for step in SHAPES[shape](n)]
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         (tmp / "steps.json").write_bytes(msgspec.json.encode(steps))
-        direct_dir, corral_dir = tmp / "direct", tmp / "corral"
+        direct_dir = tmp / "direct"
         async with trio.open_nursery() as nursery:
             process = await nursery.start(partial(
                 trio.run_process, [sys.executable, "-m", "tests.fakes.model_server", "--script",
@@ -94,22 +81,18 @@ async def main(count: int, warmup: int) -> None:
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False))
             port = int(await read_port_line(process, "model"))
             direct_dir.mkdir()
-            live = LivePi(make_request(direct_dir, port, binary), stderr_path=direct_dir / "err")
-            await nursery.start(live.run)
-            await live.wait_for(lambda e: isinstance(e, Init))
-            daemon = await start_daemon(corral_dir / "state")
-            try:
-                async with raw_client(daemon) as client:
-                    sid = await _create(client, corral_dir, port, binary)
-                    turns = {"direct": await direct_turn(live),
-                             "corral": await corral_turn(client, sid)}
-                    print(f"pi {binary}; {count} counted turns per shape after {warmup} warm-up")
-                    for shape in SHAPES:
-                        report(shape, await measure(turns, shape, count, warmup))
-                    await client.ok("session.close", session_id=sid)
-            finally:
-                await stop_daemon(daemon)
-                await live.close()
+            async with AsyncExitStack() as stack:
+                live = LivePi(make_request(direct_dir, port, binary), stderr_path=direct_dir / "err")
+                await nursery.start(live.run)
+                stack.push_async_callback(live.close)
+                await live.wait_for(lambda e: isinstance(e, Init))
+                turns: dict[str, Turn] = {"direct": await direct_turn(live)}
+                for name, daemon in (await stack.enter_async_context(daemons(bench, tmp))).items():
+                    client = await stack.enter_async_context(raw_client(daemon))
+                    turns[name] = await corral_turn(client, await _create(client, tmp / name, port, binary))
+                print(f"pi {binary}; {bench.count} counted turns per shape after {bench.warmup} warm-up")
+                for shape in SHAPES:
+                    report(shape, await measure(turns, shape, bench.count, bench.warmup))
             nursery.cancel_scope.cancel()
 
 

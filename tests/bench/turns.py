@@ -1,12 +1,50 @@
-"""What the per-turn benchmarks share: reading a fake server's port, percentiles, the report."""
+"""What the per-turn benchmarks share: the command line, the daemons, the turn loop and the report.
+
+Every turn benchmark drives the same scripted turns on several *paths*: ``direct`` (the vendor
+CLI driven by our translator in the benchmark's own process: the floor), ``corral`` (a daemon
+run from this tree) and, with ``--baseline DIR``, ``baseline`` (a daemon run from another source
+tree, e.g. ``git worktree add /tmp/base HEAD~3``), so a change is measured against the code
+before it back to back, under the same machine load. The paths take turns of the same shape in
+rounds; the order rotates every round, so no path always runs in the wake of another (Claude
+writes its transcript some 50 ms after a turn ends). The machine is shared and noisy, so the
+figure that matters is the *paired* difference: turn k through a daemon minus turn k direct
+(same round, same load), reported as a median and a p90 over many rounds.
+"""
 
 from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
 
+import msgspec
 import trio
+
+from tests.e2e.daemonproc import DaemonProc, start_daemon, stop_daemon
+
+Turn = Callable[[str], Awaitable[None]]
+"""One turn on one path: send ``prompt``, return once its ``result`` arrived."""
+
+
+class Bench(msgspec.Struct, frozen=True, kw_only=True):
+    """The command line: counted and warm-up turns per shape and path, and the baseline tree."""
+
+    count: int
+    warmup: int
+    baseline: Path | None = None
+
+    @property
+    def daemon_paths(self) -> tuple[str, ...]:
+        """The paths that run through a daemon: ``corral``, then ``baseline`` if asked for."""
+        return ("corral", "baseline") if self.baseline is not None else ("corral",)
+
+    @property
+    def paths(self) -> int:
+        """How many paths take each turn (the model script holds one reply set per path)."""
+        return 1 + len(self.daemon_paths)
 
 
 async def read_port_line(process: trio.Process, server: str) -> bytes:
@@ -22,27 +60,79 @@ async def read_port_line(process: trio.Process, server: str) -> bytes:
     return line
 
 
+@asynccontextmanager
+async def daemons(bench: Bench, root: Path) -> AsyncIterator[dict[str, DaemonProc]]:
+    """A running daemon per daemon path (state under ``root/<path>/state``), stopped on the way out."""
+    running: dict[str, DaemonProc] = {}
+    try:
+        for name in bench.daemon_paths:
+            source = bench.baseline if name == "baseline" else None
+            running[name] = await start_daemon(root / name / "state", source=source)
+        yield running
+    finally:
+        with trio.CancelScope(shield=True):
+            for daemon in running.values():
+                await stop_daemon(daemon)
+
+
+async def measure(turns: dict[str, Turn], shape: str, count: int, warmup: int) -> dict[str, list[float]]:
+    """Run ``warmup + count`` rounds of ``shape``, one turn per path each; times in ms.
+
+    The order of the paths rotates every round (see the module docstring).
+    """
+    names = list(turns)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for n in range(warmup + count):
+        k = n % len(names)
+        for name in names[k:] + names[:k]:
+            started = time.perf_counter()
+            await turns[name](f"{shape} turn {n}")
+            if n >= warmup:
+                times[name].append((time.perf_counter() - started) * 1000)
+    return times
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def report(shape: str, times: dict[str, list[float]]) -> None:
-    """One line per turn shape: each path's median and p90, and what corral adds."""
-    direct, corral = times["direct"], times["corral"]
-    med_d, med_c = statistics.median(direct), statistics.median(corral)
-    p90_d, p90_c = percentile(direct, 0.9), percentile(corral, 0.9)
-    paired = statistics.median(c - d for c, d in zip(corral, direct))
-    print(f"{shape:>5} turn (n={len(direct)})  direct median {med_d:7.1f} ms  p90 {p90_d:7.1f} ms"
-          f"   corral median {med_c:7.1f} ms  p90 {p90_c:7.1f} ms"
-          f"   overhead median {med_c - med_d:+6.1f} ms ({(med_c / med_d - 1) * 100:+.1f}%)"
-          f"  p90 {p90_c - p90_d:+6.1f} ms   paired median {paired:+6.1f} ms")
+    """Per turn shape: each path's median and p90; for each daemon path what it adds to
+    ``direct`` (difference of the medians, and median and p90 of the paired differences); with
+    a baseline, the paired difference between ``corral`` and ``baseline``."""
+    direct = times["direct"]
+    med_d = statistics.median(direct)
+    print(f"{shape:>5} turn (n={len(direct)})  direct  median {med_d:7.1f} ms  p90 {percentile(direct, 0.9):7.1f} ms")
+    for name, path in times.items():
+        if name == "direct":
+            continue
+        med = statistics.median(path)
+        paired = [c - d for c, d in zip(path, direct)]
+        print(f"{'':>17}{name:>8}  median {med:7.1f} ms  p90 {percentile(path, 0.9):7.1f} ms"
+              f"   added: median {med - med_d:+6.1f} ms ({(med / med_d - 1) * 100:+.1f}%)"
+              f"   paired median {statistics.median(paired):+6.1f} ms  p90 {percentile(paired, 0.9):+6.1f} ms")
+    if "baseline" in times:
+        paired = [c - b for c, b in zip(times["corral"], times["baseline"])]
+        print(f"{'':>17}corral - baseline: paired median {statistics.median(paired):+6.1f} ms"
+              f"  p90 {percentile(paired, 0.9):+6.1f} ms")
 
 
-def run(main: Callable[[int, int], Awaitable[None]], doc: str | None) -> None:
-    """The command line of a turn benchmark: ``--turns`` and ``--warmup``, then ``main``."""
+def arguments(doc: str | None) -> argparse.ArgumentParser:
+    """The shared command line (a benchmark may add its own arguments before parsing)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
-    parser.add_argument("--turns", type=int, default=20, help="counted turns per shape and path")
+    parser.add_argument("--turns", type=int, default=40, help="counted turns per shape and path")
     parser.add_argument("--warmup", type=int, default=2, help="uncounted turns per shape first")
-    args = parser.parse_args()
-    trio.run(main, args.turns, args.warmup)
+    parser.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                        help="also run a daemon from the source tree DIR (a path of its own)")
+    return parser
+
+
+def bench_of(args: argparse.Namespace) -> Bench:
+    baseline = args.baseline.resolve() if args.baseline is not None else None
+    return Bench(count=args.turns, warmup=args.warmup, baseline=baseline)
+
+
+def run(main: Callable[[Bench], Awaitable[None]], doc: str | None) -> None:
+    """The command line of a turn benchmark (``arguments``), then ``main``."""
+    trio.run(main, bench_of(arguments(doc).parse_args()))

@@ -53,8 +53,11 @@ class DaemonProc:
 
 
 async def start_daemon(state_dir: Path, *extra: str, config: str | None = None,
-                       timeout: float = 30) -> DaemonProc:
-    """Start ``corral daemon`` on ``state_dir`` (ephemeral port); return once ``daemon.json`` exists."""
+                       timeout: float = 30, source: Path | None = None) -> DaemonProc:
+    """Start ``corral daemon`` on ``state_dir`` (ephemeral port); return once ``daemon.json`` exists.
+
+    ``source`` runs the daemon from another source tree (a benchmark's baseline) instead of this one.
+    """
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / "daemon.json").unlink(missing_ok=True)
     argv = [sys.executable, "-m", "actors.app", "daemon", "--state-dir", str(state_dir),
@@ -62,8 +65,9 @@ async def start_daemon(state_dir: Path, *extra: str, config: str | None = None,
     if config:
         argv += ["--config", config]
     log = open(state_dir / "test-daemon.out", "ab")
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
     process = await trio.lowlevel.open_process(argv, stdout=log, stderr=subprocess.STDOUT,
-                                               cwd=str(REPO))
+                                               cwd=str(source or REPO), env=env)
     log.close()
     proc = DaemonProc(state_dir, process)
     with trio.fail_after(timeout):

@@ -206,6 +206,44 @@ async def test_a_restarted_child_never_gets_a_frame_the_dead_translator_produced
     assert log[1].code == "harness_crashed" and log[2].is_error  # type: ignore[union-attr]
 
 
+async def test_frames_waiting_together_are_published_to_the_pumps_once(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    # One wake-up of the subscription pumps per batch, not per event; and a pump never sees an
+    # event before its batch is published (the feed shows the log up to the last publish).
+    gate, armed = trio.Event(), [False]
+
+    async def offload(call: Callable[[], T]) -> T:
+        if armed[0]:
+            await gate.wait()
+        return call()
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, offload=offload)
+    published: list[int] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        await session.prompt("go", "c-1")
+        await child.next_command()
+        appended = session.feed.appended
+        session.feed.appended = lambda: (published.append(session.log.last_seq), appended())  # type: ignore[method-assign]
+        armed[0] = True
+        nursery.start_soon(session.call, SessionSetModel(id=0, session_id=SID, model="m2"), "c-1")
+        await trio.testing.wait_all_tasks_blocked()  # the loop waits on the meta write
+        shown = session.feed.last_seq
+        for n in range(4):
+            child.emit(type="assistant", text=f"a{n}", delta=True)
+        child.emit(type="result", stop_reason="end_turn")
+        await trio.testing.wait_all_tasks_blocked()  # the frames wait in the inbox
+        assert shown == 3 and session.feed.last_seq == shown and list(session.feed.read_from(shown + 1)) == []
+        armed[0] = False
+        gate.set()
+        await until(session, lambda e: isinstance(e, ev.Result))
+        nursery.cancel_scope.cancel()
+    assert published[0] == shown + 6  # assistant x4, result, idle: one publish
+    assert kinds(session)[shown:shown + 6] == ["assistant"] * 4 + ["result", "status:idle"]
+
+
 async def test_stopping_a_session_closes_it_fully_in_its_log(
         tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     driver = ScriptedDriver(goodbye=True)

@@ -213,6 +213,16 @@ def test_read_from_every_start(tmp_path: Path, memory_tail: int) -> None:
     log.close()
 
 
+@pytest.mark.parametrize("memory_tail", [0, 3, 2048])
+def test_read_from_up_to_a_seq(tmp_path: Path, memory_tail: int) -> None:
+    log, _ = open_log(tmp_path, memory_tail=memory_tail)
+    sent = [log.append(event, now=T0)[1] for event in events(10)]
+    for from_seq in range(0, 12):
+        for until in range(0, 12):
+            assert list(log.read_from(from_seq, until)) == sent[max(from_seq, 1) - 1 : until], (from_seq, until)
+    log.close()
+
+
 def test_read_from_the_tail_does_not_touch_the_file(tmp_path: Path) -> None:
     log, _ = open_log(tmp_path, memory_tail=3)
     sent = [log.append(event, now=T0)[1] for event in events(10)]

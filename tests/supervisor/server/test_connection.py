@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -91,10 +91,24 @@ class Wire:
 
 
 async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int = 64,
-                  lockstep: bool = False) -> tuple[Wire, trio.CancelScope, trio.Event]:
-    """A connection actor served in ``nursery`` and a greeted client; cancel the scope to stop it."""
+                  lockstep: bool = False, writes: list[int] | None = None,
+                  ) -> tuple[Wire, trio.CancelScope, trio.Event]:
+    """A connection actor served in ``nursery`` and a greeted client; cancel the scope to stop it.
+
+    ``writes`` (memory streams only) gets one entry per write the server makes to the stream.
+    """
     pair = trio.testing.lockstep_stream_pair if lockstep else trio.testing.memory_stream_pair
     client_stream, server_stream = pair()
+    if writes is not None:
+        out = cast(trio.testing.MemorySendStream, getattr(server_stream, "send_stream"))
+        pump = out.send_all_hook
+        assert pump is not None
+
+        async def count_and_pump() -> None:
+            writes.append(1)
+            await pump()
+
+        out.send_all_hook = count_and_pump
     scope, done = trio.CancelScope(), trio.Event()
 
     async def serve() -> None:
@@ -159,14 +173,33 @@ async def test_a_slow_client_still_gets_every_event_in_order_when_the_connection
     await done.wait()
 
 
+async def test_events_queued_together_reach_the_client_in_one_write(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    # Each write wakes the client (and, on a loaded machine, costs the daemon its time slice):
+    # a session's burst of events (a turn's last message, ``result``, ``idle``) is one write.
+    backend = Backend()
+    writes: list[int] = []
+    wire, scope, _ = await connect(nursery, backend, writes=writes)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    await trio.testing.wait_all_tasks_blocked()
+    writes.clear()
+    for n in range(5):
+        backend.feed_s.append(f"e{n}")
+    frames = [await wire.receive() for _ in range(5)]
+    assert [f["seq"] for f in frames] == [1, 2, 3, 4, 5]
+    assert len(writes) == 1
+    scope.cancel()
+
+
 async def test_a_client_that_does_not_read_is_closed_within_the_flush_bound(
         autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
     backend = Backend()
     wire, scope, done = await connect(nursery, backend, client_queue=1, lockstep=True)
     await wire.send(type="session.subscribe", id=1, session_id="s")
     assert (await wire.receive())["type"] == "ok"
-    for n in range(10):
-        backend.feed_s.append(f"e{n}")
+    for n in range(10):  # more than the client buffers: the writer writes them in one burst
+        backend.feed_s.append(f"e{n}" + "x" * 10_000)
     await trio.testing.wait_all_tasks_blocked()  # the writer is stuck on a client that reads nothing
     stopped = trio.current_time()
     scope.cancel()

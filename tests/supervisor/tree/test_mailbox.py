@@ -63,6 +63,19 @@ async def test_messages_arrive_in_order_and_stats_count_them() -> None:
     assert (stats.depth, stats.sent, stats.received) == (0, 2, 2)
 
 
+async def test_receive_nowait_takes_what_is_buffered_and_never_waits() -> None:
+    box: Mailbox[Msg] = Mailbox(3)
+    with pytest.raises(trio.WouldBlock):
+        box.receive_nowait()
+    box.send_nowait(Note("a"))
+    box.send_nowait(Note("b"))
+    assert [box.receive_nowait(), box.receive_nowait()] == [Note("a"), Note("b")]
+    assert box.statistics().received == 2
+    box.close()
+    with pytest.raises(trio.EndOfChannel):
+        box.receive_nowait()
+
+
 async def test_send_nowait_on_a_full_mailbox_is_a_typed_error() -> None:
     box: Mailbox[Msg] = Mailbox(1)
     box.send_nowait(Note("a"))
