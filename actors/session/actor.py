@@ -310,14 +310,14 @@ class Session:
     async def _publish(self) -> None:
         """Wake the pumps for what was appended and make it durable as the setting asks: with
         ``event`` the fsync comes first; with ``turn`` the clients are woken first (the lines are
-        in the file already: a daemon crash loses nothing they saw) and the fsync follows at once,
-        off the turn's critical path."""
+        in the file already: a daemon crash loses nothing they saw) and the flusher fsyncs at once,
+        off the loop: the next message is not held up by the disk."""
         if self.log.durability == "event":
             await self.log.commit()
         if self.log.last_seq != self._published:
             self._published = self.log.last_seq
             self.feed.appended()
-        await self.log.commit()
+        self.log.sync_soon()
 
     async def _tell(self, msg: Input) -> None:
         """Deliver a notice about the child without a schedule point while the inbox has room (a

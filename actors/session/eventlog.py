@@ -17,7 +17,8 @@ writer awaits it, so appends are never reordered around a sync. Other ``turn`` l
 ``run_flusher``, which fsyncs in a worker thread no later than ``fsync_interval`` after the
 first dirty write. Under ``event`` the writer shows an event only once its fsync is done; under
 ``turn`` it shows the events first and then awaits the fsync (still before it takes its next
-message), so a turn's end costs clients no disk flush while the fsync still lands within
+message), or hands it to ``run_flusher`` to do at once (``sync_soon``), so a turn's end costs
+clients and the next prompt no disk flush while the fsync still lands within
 ``fsync_interval`` of the write, as PROTOCOL.md promises. ``none`` never fsyncs (not even at close). A failed fsync (or a failed
 truncate of a partial line) leaves the log *broken*: the kernel may have dropped the dirty
 pages, so nothing more is appended and ``StorageFailed`` is raised from then on; the lines
@@ -181,6 +182,7 @@ class EventLog:
         self._sync_due = False
         self._broken: OSError | None = None
         self._wake = trio.Event()
+        self._urgent = trio.Event()
 
     @property
     def last_seq(self) -> int:
@@ -242,6 +244,14 @@ class EventLog:
             self._sync_due = self._broken is None
             raise
 
+    def sync_soon(self) -> None:
+        """Hand a due sync to ``run_flusher``, to be done at once rather than awaited here (the
+        ``turn`` writer's path: the next message is not held up by a disk flush)."""
+        if self._sync_due:
+            self._sync_due = False
+            self._urgent.set()
+            self._wake.set()
+
     @property
     def durability(self) -> Durability:
         """When the log fsyncs (``turn``, ``event`` or ``none``)."""
@@ -290,7 +300,9 @@ class EventLog:
                     self._wake = trio.Event()
                     await self._wake.wait()
                     deadline = trio.current_time() + self._fsync_interval
-                await trio.sleep_until(deadline)
+                with trio.move_on_at(deadline):
+                    await self._urgent.wait()  # ``sync_soon``: now, not at the deadline
+                self._urgent = trio.Event()
                 # Writes landing while this fsync runs are due one interval after it started.
                 deadline = trio.current_time() + self._fsync_interval
                 await self._sync_in_thread()

@@ -417,6 +417,28 @@ async def test_turn_durability_flushes_within_the_interval(
     assert log.statistics().fsyncs == 3
 
 
+async def test_sync_soon_hands_a_turn_boundary_to_the_flusher_at_once(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    fsync = FsyncRecorder()
+    log, _ = open_log(tmp_path, fsync=fsync, offload=inline, fsync_interval=10.0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run_flusher)
+        log.append(Assistant(text="a"), now=T0)
+        log.sync_soon()  # nothing due: the flusher keeps its interval
+        await trio.sleep(1)
+        assert fsync.times == []
+        log.append(Result(stop_reason="end_turn"), now=T0)
+        assert log.sync_due
+        log.sync_soon()
+        assert not log.sync_due
+        assert await fsync.next() == pytest.approx(1.0)  # at once, not at 10.0
+        await trio.sleep(20)
+        assert fsync.times == pytest.approx([1.0])
+        nursery.cancel_scope.cancel()
+    log.close()
+
+
 async def test_flusher_picks_up_writes_made_before_it_started(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
