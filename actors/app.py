@@ -24,10 +24,12 @@ import trio
 from msgspec import Struct
 
 from actors.fake import FakeDriver
+from actors.harness import HarnessRequest
 from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native.forkservice import ForkServer
+from actors.native.services import DaemonServices
 from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
@@ -169,6 +171,10 @@ class App:
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
         workspaces_config, self.workspaces_warnings = load_workspaces_config(loaded.source)
         self.workspaces = Workspaces(host.state.root, workspaces_config, host.ledger)
+        native = self.sessions.drivers.get("native")
+        if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
+            native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
+                                             session=self._live_request)
 
     def boot(self, host: Host) -> None:
         for warning in [*self.loaded.warnings, *self.mcp.warnings]:
@@ -259,6 +265,11 @@ class App:
 
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
+
+    def _live_request(self, session_id: str) -> HarnessRequest | None:
+        """A live session's request (its cwd and MCP servers), for the native workers' asks."""
+        session = self.sessions.live.get(session_id)
+        return session.core.request if session is not None else None
 
     # --- workspaces: the seam until the session table calls them itself --------------------
 

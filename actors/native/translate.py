@@ -7,7 +7,7 @@ The worker already speaks corral's event model, so translating is mostly bookkee
   after a restart, or ``options.resume``), the store directory (``sessions/<id>/native/``, next
   to the request's ``work_dir``), the store file of an earlier corral session when the id lives
   there (found by the driver's ``find_store``), tool limits (``options.limits``), instructions,
-  ``options.thinking`` and the price table;
+  ``options.thinking``, the price table and whether the daemon answers asks (``daemon_tools``);
 * ``init`` makes the translator ``ready`` and gives the ``vendor_session_id``; ``result`` ends
   the turn; ``permission`` ids are remembered until decided, interrupted or the turn ends;
 * commands become their frames: ``prompt``, ``steer`` (only while a turn runs: otherwise
@@ -31,7 +31,7 @@ from protocol.events import Decision, Init, Permission, PermissionDecided, Resul
 from protocol.framing import LengthPrefixFramer
 from protocol.native import (
     Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
-    decode_event, encode_command,
+    decode_event, encode_command, is_ask,
 )
 
 from .config import ModelSpecError, ProviderTable, resolve
@@ -52,7 +52,7 @@ class NativeTranslator:
 
     def __init__(self, request: HarnessRequest, *, providers: Mapping[str, ProviderTable],
                  prices: Mapping[str, Price], daemon_env: Mapping[str, str],
-                 find_store: StoreFinder = lambda _id: None) -> None:
+                 find_store: StoreFinder = lambda _id: None, daemon_tools: bool = False) -> None:
         self._request = request
         self._providers = providers
         self._daemon_env = daemon_env
@@ -64,6 +64,7 @@ class NativeTranslator:
         self._limits = _table(request.options, "limits")
         self._prices = dict(prices)
         self._find_store = find_store
+        self._daemon_tools = daemon_tools
         self._framer = LengthPrefixFramer()
         self._ready = False
         self._session_id: str | None = None
@@ -93,10 +94,13 @@ class NativeTranslator:
             permissions=request.permissions, session_id=resume, store_dir=str(store_dir(request)),
             resume_path=resume_path, instructions=request.instructions,
             thinking=options.get("thinking") is True, limits=self._limits,
-            prices=self._prices))]
+            prices=self._prices, daemon_tools=self._daemon_tools))]
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
-        """One event from the worker; ``ProtocolError`` for a frame that is not one."""
+        """One event from the worker; ``ProtocolError`` for a frame that is not one. An ask
+        (answered beside the session, ``actors.native.asks``) that reaches it is dropped."""
+        if is_ask(frame):
+            return []
         try:
             event = decode_event(frame)
         except msgspec.DecodeError as exc:
