@@ -1,5 +1,8 @@
 """Drive a native ``Worker`` in process through its command interface, with scripted models.
 
+``daemon`` plays the daemon's side of the worker's asks (MCP tools, diagnostics): a function
+from each ask to its answer; ``asks`` records them.
+
 The worker is asyncio code; each test is a plain function that runs one coroutine with ``run``
 (``asyncio.run`` under a hard timeout). ``WorkerRig`` starts a worker whose model factory hands
 out ``ScriptedLlm``s by model name (``models``), collects every event it emits, and waits for
@@ -26,7 +29,7 @@ from actors.native.worker.core import Worker
 from protocol.events import Event, Permission, Result, Tool
 from protocol.models import Permissions
 from protocol.native import (
-    Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Start, Steer,
+    Answer, Ask, Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Start, Steer,
 )
 from tests.fakes.model_script import Step
 from tests.fakes.scripted_llm import ScriptedLlm
@@ -63,7 +66,8 @@ class WorkerRig:
                  mode: str = "auto", allow_tools: list[str] | None = None,
                  model: str = "openai/gpt-4.1-mini", session_id: str | None = None,
                  prices: dict[str, Price] | None = None,
-                 models: dict[str, ScriptedLlm] | None = None) -> None:
+                 models: dict[str, ScriptedLlm] | None = None,
+                 daemon: Callable[[Ask], Answer] | None = None) -> None:
         self.cwd = tmp / "cwd"
         self.cwd.mkdir(exist_ok=True)
         self.store = tmp / "store"
@@ -75,8 +79,12 @@ class WorkerRig:
                             permissions=Permissions(mode=mode,  # type: ignore[arg-type]
                                                     allow_tools=allow_tools or []),
                             session_id=session_id, store_dir=str(self.store),
-                            prices=prices or {})
-        self.worker = Worker(self._emit, model_factory=self._model)
+                            prices=prices or {}, daemon_tools=daemon is not None)
+        self.asks: list[Ask] = []
+        self._daemon = daemon
+        self._answering: set[asyncio.Task[None]] = set()
+        self.worker = Worker(self._emit, model_factory=self._model,
+                             send_ask=self._ask if daemon is not None else None)
         self._changed = asyncio.Event()
 
     async def __aenter__(self) -> WorkerRig:
@@ -89,6 +97,14 @@ class WorkerRig:
 
     def _model(self, provider: ProviderSettings) -> BaseLlm:
         return self.models[provider.spec]
+
+    def _ask(self, ask: Ask) -> None:
+        """The daemon's side: ``daemon(ask)`` answers, delivered as the stdin loop would."""
+        assert self._daemon is not None
+        self.asks.append(ask)
+        task = asyncio.get_running_loop().create_task(self.worker.handle(self._daemon(ask)))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
 
     def _emit(self, event: Event) -> None:
         self.events.append(event)
