@@ -18,9 +18,22 @@ from protocol.errors import McpServerFailed
 from protocol.events import Assistant, Event
 from protocol.framing import LengthPrefixFramer
 from protocol.native import (
-    Answer, Ask, AskDiagnostics, CallMcpTool, Command, DiagnosticsReport, ListMcpTools, McpResult,
-    McpToolDecl, McpTools, decode_command, decode_event, decode_worker_frame, encode_command,
-    encode_event, is_ask,
+    Answer,
+    Ask,
+    AskDiagnostics,
+    CallMcpTool,
+    Command,
+    DiagnosticsReport,
+    ListMcpTools,
+    McpResult,
+    McpToolDecl,
+    McpTools,
+    decode_command,
+    decode_event,
+    decode_worker_frame,
+    encode_command,
+    encode_event,
+    is_ask,
 )
 from supervisor.proc.child import Goodbye
 from supervisor.proc.spec import ExitStatus

@@ -9,14 +9,20 @@ import pytest
 import trio
 
 from actors.harness import HarnessRequest
-from actors.lsp import DiagnosticLine, DiagnosticsQuery
+from actors.lsp import DiagnosticLine, DiagnosticsQuery, ServerStatus
 from actors.lsp import DiagnosticsReport as LspReport
-from actors.lsp import ServerStatus
 from actors.mcp.config import McpConfig
 from actors.native.services import DaemonServices
 from protocol.errors import UnknownSession
 from protocol.models import McpServer
-from protocol.native import AskDiagnostics, CallMcpTool, DiagnosticsReport, ListMcpTools, McpResult, McpTools
+from protocol.native import (
+    AskDiagnostics,
+    CallMcpTool,
+    DiagnosticsReport,
+    ListMcpTools,
+    McpResult,
+    McpTools,
+)
 from tests.actors.mcp.support import FAKE, REPO, fake_table, running_registry
 
 LIMIT = 60

@@ -10,8 +10,15 @@ from typing import Any
 
 from protocol.events import Init, Permission, Result
 from protocol.native import (
-    Answer, Ask, AskDiagnostics, CallMcpTool, DiagnosticsReport, ListMcpTools, McpResult,
-    McpToolDecl, McpTools,
+    Answer,
+    Ask,
+    AskDiagnostics,
+    CallMcpTool,
+    DiagnosticsReport,
+    ListMcpTools,
+    McpResult,
+    McpToolDecl,
+    McpTools,
 )
 from tests.fakes.model_script import call, say
 
@@ -78,7 +85,7 @@ def test_mcp_tools_are_listed_before_every_model_request_and_called_through_the_
         assert used[1].output == "mcp__fs__read got {'path': 'notes.txt'}" and not used[1].is_error
         assert of_kind(rig.asks, CallMcpTool)[0] == CallMcpTool(
             id=of_kind(rig.asks, CallMcpTool)[0].id, name="mcp__fs__read", arguments={"path": "notes.txt"})
-        first, second, third = rig.llm.requests
+        first, second, _third = rig.llm.requests
         assert "mcp__fs__read" in offered(first) and "mcp__fs__grown" not in offered(first)
         assert "mcp__fs__grown" in offered(second)  # no per-invocation caching of the list
         assert {"read", "write", "diagnostics"} <= offered(first)
