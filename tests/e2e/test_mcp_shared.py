@@ -33,6 +33,7 @@ pytestmark = [*claude_marks, pytest.mark.slow, pytest.mark.timeout(600)]
 
 SESSIONS = 20
 TIMEOUT = 480
+ATTEMPTS = 5
 
 
 def pid_then_done(request: RecordedRequest) -> Reply:
@@ -70,21 +71,26 @@ async def test_twenty_claude_sessions_run_one_server_process(tmp_path: Path) -> 
             with trio.fail_after(TIMEOUT):
                 async with raw_client(daemon) as client:
                     assert (await client.ok("mcp.restart", name="fake"))["server"]["state"] == "running"
-                    sids = []
-                    for index in range(SESSIONS):
+
+                    async def run(index: int) -> None:
                         tmp = tmp_path / f"s{index}"
                         tmp.mkdir()
                         params = create_params(tmp, port, permissions={"allow_tools": ["mcp__fake__*"]})
-                        sid = (await client.call("session.create", timeout=TIMEOUT, **params))["result"]["session"]["id"]
-                        await client.ok("session.subscribe", session_id=sid)
-                        sids.append(sid)
+                        async with raw_client(daemon) as own:  # one client each: events_until
+                            created = await own.call("session.create", timeout=TIMEOUT, **params)
+                            sid = created["result"]["session"]["id"]
+                            await own.ok("session.subscribe", session_id=sid)
+                            # A CLI whose MCP connection is not up yet offers no MCP tool on its
+                            # first request (the model then just answers): ask again until it does.
+                            for _ in range(ATTEMPTS):
+                                events = await one_turn(own, sid, "which pid?")
+                                if any(e["name"] == "mcp__fake__pid" for e in of(events, "tool")):
+                                    outputs[sid] = pid_output(events)
+                                    return
 
-                    async def run(sid: str) -> None:
-                        outputs[sid] = pid_output(await one_turn(client, sid, "which pid?"))
-
-                    async with trio.open_nursery() as turns:  # all 20 at once
-                        for sid in sids:
-                            turns.start_soon(run, sid)
+                    async with trio.open_nursery() as sessions:  # all 20 at once
+                        for index in range(SESSIONS):
+                            sessions.start_soon(run, index)
                     status = await client.ok("daemon.status")
                     [listed] = (await client.ok("mcp.list"))["servers"]
         except BaseException:
