@@ -18,7 +18,13 @@ from typing import Any
 import pytest
 import trio
 
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, ToolUse, text
+from tests.fakes.anthropic_server import (
+    FakeAnthropic,
+    RecordedRequest,
+    Reply,
+    ToolUse,
+    text,
+)
 from tests.fakes.model_script import call, say
 from tests.fakes.model_server import FakeModels
 
