@@ -9,6 +9,8 @@ tasks live in a nursery that ends with the child: when the worker dies or is clo
 in flight are cancelled (an MCP call then sends MCP's cancellation to the server, which goes on
 serving every other session). An ask that fails in a way ``answer`` did not foresee is answered
 with an error, so the worker is never left waiting; an ask whose worker is gone is dropped.
+Asks and their answers bypass the session, so they are not in its frame log
+(``options.log_path``) either.
 
 ``Services`` is what answers: ``actors.native.services.DaemonServices`` in the daemon (MCP
 registry and language servers), ``NO_SERVICES`` where there are none.
