@@ -24,12 +24,16 @@ import trio
 from msgspec import Struct
 
 from actors.fake import FakeDriver
-from actors.lsp import LanguageServers, load_lsp_config
+from actors.harness import HarnessRequest
+from actors.lsp import LanguageServers
+from actors.lsp.config import LspConfig
+from actors.mcp.config import McpConfig
+from actors.mcp.wiring import McpParts, mcp_parts
 from actors.native.config import NativeConfig, decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native import skillscmd
 from actors.native.forkservice import ForkServer
-from actors.mcp.wiring import McpParts, mcp_parts
+from actors.native.services import DaemonServices
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
 from actors.session.sessions import SessionTable
@@ -78,9 +82,9 @@ from supervisor.config import LoadedConfig, load_config
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
+from supervisor.server.connection import FeedLike
 from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
-from supervisor.server.connection import FeedLike
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType, RestartType
 
@@ -107,6 +111,8 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.config``
     decodes them (with warnings that name the key) when the driver is built."""
     native: NativeConfig = NativeConfig()
+    mcp: McpConfig = McpConfig()
+    lsp: LspConfig = LspConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -184,17 +190,19 @@ class App:
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result)
-        lsp_config, self.lsp_warnings = load_lsp_config(loaded.source)
-        self.lsp = LanguageServers(lsp_config, host.ledger, client_version=__version__)
+        self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
+        native = self.sessions.drivers.get("native")
+        if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
+            native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
+                                             session=self._live_request)
 
     def boot(self, host: Host) -> None:
-        for warning in [*self.loaded.warnings, *self.mcp.warnings]:
-            # [lsp], [mcp] and [workspaces] are read by their own bridges until the root has them
-            if warning not in _BRIDGED and not warning.startswith("unknown key 'mcp'"):
+        for warning in self.loaded.warnings:
+            # [workspaces] is read by its own bridge until the root has it
+            if warning not in _BRIDGED:
                 log.warning("config: %s", warning)
-        for warning in [*self.lsp_warnings, *(w.message for w in self.lsp.warnings),
-                        *self.workspaces_warnings]:
+        for warning in [*(w.message for w in self.lsp.warnings), *self.workspaces_warnings]:
             log.warning("config: %s", warning)
         self.workspaces.load()
         revived = self.sessions.boot()
@@ -278,6 +286,11 @@ class App:
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
 
+    def _live_request(self, session_id: str) -> HarnessRequest | None:
+        """A live session's request (its cwd and MCP servers), for the native workers' asks."""
+        session = self.sessions.live.get(session_id)
+        return session.core.request if session is not None else None
+
     # --- workspaces: the seam until the session table calls them itself --------------------
 
     async def _create_in_workspace(self, request: SessionCreate) -> SessionInfo:
@@ -322,9 +335,9 @@ class App:
             await self.sessions.announce(session_id, self.workspaces.event(session_id, "discarded"))
 
 
-_BRIDGED = frozenset({"unknown key 'lsp' ignored", "unknown key 'workspaces' ignored"})
-"""The generic loader does not know ``[lsp]`` and ``[workspaces]`` (read by ``load_lsp_config``
-and ``load_workspaces_config``) until the config root does."""
+_BRIDGED = frozenset({"unknown key 'workspaces' ignored"})
+"""The generic loader does not know ``[workspaces]`` (read by ``load_workspaces_config``) until
+the config root does."""
 
 _NO_WORKSPACE = WorkspaceSpec()
 

@@ -37,9 +37,18 @@ from .models import Permissions
 from .native_context import ContextSettings
 
 __all__ = [
+    "Answer",
+    "Ask",
+    "AskDiagnostics",
+    "CallMcpTool",
     "Command",
     "Decide",
+    "DiagnosticsReport",
     "Interrupt",
+    "ListMcpTools",
+    "McpResult",
+    "McpToolDecl",
+    "McpTools",
     "Price",
     "Prompt",
     "ProviderKind",
@@ -50,8 +59,10 @@ __all__ = [
     "Steer",
     "decode_command",
     "decode_event",
+    "decode_worker_frame",
     "encode_command",
     "encode_event",
+    "is_ask",
 ]
 
 ProviderKind = Literal["openai", "openai-chat", "anthropic", "gemini"]
@@ -120,6 +131,10 @@ class Start(_Command, tag="start", kw_only=True, frozen=True):
     """Instruction files and skills (``protocol.native_context``)."""
     tools: list[str] | None = None
     """The session's active tool set (``options.tools``): the only tools the model sees."""
+    daemon_tools: bool = False
+    """The daemon answers asks: offer the session's MCP tools and ``diagnostics``, and decorate
+    ``write``/``edit`` results with diagnostics. ``False`` (a worker run without a daemon):
+    the coding tools alone, and the worker sends no ask."""
 
 
 class Prompt(_Command, tag="prompt", kw_only=True, frozen=True):
@@ -156,8 +171,81 @@ class Shutdown(_Command, tag="shutdown", kw_only=True, frozen=True):
     """Abort what runs, sync the store and exit 0."""
 
 
-Command = Start | Prompt | Steer | Interrupt | Decide | SetModel | Shutdown
+class McpToolDecl(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+    """One MCP tool as the model is offered it: ``name`` is ``mcp__SERVER__TOOL``."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = {}
+
+
+class McpTools(_Command, tag="mcp.tools", kw_only=True, frozen=True):
+    """The answer to ``mcp.list_tools``: every tool of the session's servers (none on failure)."""
+
+    id: int
+    tools: list[McpToolDecl] = []
+
+
+class McpResult(_Command, tag="mcp.result", kw_only=True, frozen=True):
+    """The answer to ``mcp.call_tool``: the result's text blocks joined, what the model reads.
+
+    ``error_code`` is set when the daemon, not the server, failed the call (``mcp.server_failed``,
+    ``mcp.server_crashed``, ``mcp.call_timeout``, …); ``text`` then names it too."""
+
+    id: int
+    text: str
+    is_error: bool = False
+    error_code: str | None = None
+    truncated: bool = False
+
+
+class DiagnosticsReport(_Command, tag="lsp.report", kw_only=True, frozen=True):
+    """The answer to ``lsp.diagnostics``: ``text`` is the ``Diagnostics:`` block (empty when
+    there is nothing to say), ``lines`` its lines, ``servers`` each checking server's state
+    (``ok``, ``timeout``, ``crashed``, ``failed``, ``unavailable``); no servers: none checks
+    such files."""
+
+    id: int
+    path: str
+    text: str = ""
+    lines: list[str] = []
+    servers: dict[str, str] = {}
+
+
+Answer = McpTools | McpResult | DiagnosticsReport
+"""The daemon's answers to the worker's asks."""
+
+Command = Start | Prompt | Steer | Interrupt | Decide | SetModel | Shutdown | Answer
 """Every daemon → worker frame."""
+
+
+class _Ask(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_defaults=True):
+    """Base of every worker → daemon ask (see the module docstring)."""
+
+    id: int
+
+
+class ListMcpTools(_Ask, tag="mcp.list_tools", kw_only=True, frozen=True):
+    """The tools of the session's MCP servers (idle servers start)."""
+
+
+class CallMcpTool(_Ask, tag="mcp.call_tool", kw_only=True, frozen=True):
+    """Call ``name`` (``mcp__SERVER__TOOL``) with ``arguments``."""
+
+    name: str
+    arguments: dict[str, Any] = {}
+
+
+class AskDiagnostics(_Ask, tag="lsp.diagnostics", kw_only=True, frozen=True):
+    """The diagnostics of ``path`` (relative to the session cwd, or absolute): of ``text`` just
+    written to it, or (``text`` None) of the file as it is on disk."""
+
+    path: str
+    text: str | None = None
+
+
+Ask = ListMcpTools | CallMcpTool | AskDiagnostics
+"""Every worker → daemon ask."""
 
 
 def encode_command(command: Command) -> bytes:
@@ -170,8 +258,8 @@ def decode_command(payload: bytes) -> Command:
     return _COMMANDS.decode(payload)
 
 
-def encode_event(event: Event) -> bytes:
-    """One worker → daemon event as msgpack (without the length prefix)."""
+def encode_event(event: Event | Ask) -> bytes:
+    """One worker → daemon frame (an event or an ask) as msgpack (without the length prefix)."""
     return _ENCODER.encode(event)
 
 
@@ -180,6 +268,27 @@ def decode_event(payload: bytes) -> Event:
     return _EVENTS.decode(payload)
 
 
+def decode_worker_frame(payload: bytes) -> Event | Ask:
+    """One worker → daemon frame, an event or an ask; ``msgspec.DecodeError`` on garbage."""
+    return _WORKER_FRAMES.decode(payload)
+
+
+def is_ask(payload: bytes) -> bool:
+    """Whether a worker → daemon frame is an ask (a cheap look at its ``type`` only)."""
+    try:
+        kind = _KIND.decode(payload).type
+    except msgspec.DecodeError:
+        return False
+    return kind in _ASK_TAGS
+
+
+class _Kind(msgspec.Struct):
+    type: str = ""
+
+
+_ASK_TAGS = frozenset(str(c.__struct_config__.tag) for c in (ListMcpTools, CallMcpTool, AskDiagnostics))
+_KIND = msgspec.msgpack.Decoder(_Kind)
+_WORKER_FRAMES: msgspec.msgpack.Decoder[Event | Ask] = msgspec.msgpack.Decoder(Event | Ask)
 _ENCODER = msgspec.msgpack.Encoder()
 _COMMANDS = msgspec.msgpack.Decoder(Command)
 _EVENTS = msgspec.msgpack.Decoder(Event)

@@ -4,7 +4,8 @@
 * ``supervisor`` imports only ``protocol`` of ours;
 * only ``actors/app.py`` (the composition root) imports ``supervisor.server``,
   ``supervisor.client`` or ``supervisor.cli``;
-* importing ``supervisor`` alone does not import the websocket client (or anything else).
+* importing ``supervisor`` alone does not import the websocket client (or anything else);
+* the native worker (``actors.native.worker``) imports nothing of the daemon side.
 """
 
 from __future__ import annotations
@@ -116,3 +117,16 @@ def test_importing_supervisor_alone_is_light() -> None:
             "print(','.join(sorted(m for m in sys.modules if m.startswith(('trio_websocket', 'supervisor.')))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+_DAEMON_SIDE = ("actors.app", "actors.harness", "actors.session", "actors.mcp", "actors.lsp",
+                "actors.vendors", "actors.native.asks", "actors.native.services",
+                "actors.native.driver", "actors.native.translate", "actors.native.forkservice")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("actors.native.worker")))
+def test_the_native_worker_never_imports_the_daemon_side(module: str) -> None:
+    """The worker reaches MCP and language servers by asks over its pipes, never by importing
+    the actors that run them (a worker is a separate process that may crash alone)."""
+    reach = {n for n in _closure(module) if n.startswith(_DAEMON_SIDE)}
+    assert reach == set(), f"{module} reaches {sorted(reach)}"

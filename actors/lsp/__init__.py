@@ -3,7 +3,6 @@ the diagnostics a native write or edit is decorated with (``LanguageServers``)."
 
 from actors.lsp.config import LspConfig as LspConfig
 from actors.lsp.config import LspServerConfig as LspServerConfig
-from actors.lsp.config import load_lsp_config as load_lsp_config
 from actors.lsp.report import DiagnosticLine as DiagnosticLine
 from actors.lsp.report import DiagnosticsQuery as DiagnosticsQuery
 from actors.lsp.report import DiagnosticsReport as DiagnosticsReport

@@ -19,8 +19,6 @@ server and needs ``command`` and ``extensions``. Example::
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
@@ -28,7 +26,7 @@ from msgspec import Meta, Struct
 
 from actors.lsp.servers import BUILTIN, ServerDef
 
-__all__ = ["LspConfig", "LspServerConfig", "load_lsp_config", "resolve_servers"]
+__all__ = ["LspConfig", "LspServerConfig", "resolve_servers"]
 
 _Seconds = Annotated[float, Meta(gt=0)]
 _Count = Annotated[int, Meta(ge=0)]
@@ -111,35 +109,3 @@ def _merge(base: ServerDef, table: LspServerConfig) -> ServerDef:
 
 def _ext(extension: str) -> str:
     return extension if extension.startswith(".") else f".{extension}"
-
-
-def load_lsp_config(source: Path | None) -> tuple[LspConfig, list[str]]:
-    """The ``[lsp]`` table of the config file ``source`` (defaults without one), and warnings.
-
-    A bridge until the daemon's config root declares ``lsp`` itself: the generic loader has
-    already read the file and refused bad TOML, so only the ``lsp`` table is decoded here. A
-    bad ``[lsp.servers.ID]`` table is dropped with a warning naming it; any other bad key leaves
-    the section at its defaults, with a warning.
-    """
-    if source is None:
-        return LspConfig(), []
-    try:
-        table = tomllib.loads(source.read_text(encoding="utf-8")).get("lsp", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return LspConfig(), [f"lsp: cannot read {source}: {exc}"]
-    if not isinstance(table, dict):
-        return LspConfig(), ["'lsp' must be a table; using defaults"]
-    warnings: list[str] = []
-    servers = table.get("servers", {})
-    kept: dict[str, Any] = {}
-    for sid, entry in servers.items() if isinstance(servers, dict) else ():
-        try:
-            kept[sid] = msgspec.convert(entry, LspServerConfig)
-        except msgspec.ValidationError as exc:
-            warnings.append(f"bad value for 'lsp.servers.{sid}': {exc}; entry ignored")
-    try:
-        config = msgspec.convert({**table, "servers": {}}, LspConfig)
-    except msgspec.ValidationError as exc:
-        warnings.append(f"bad value in 'lsp': {exc}; using the [lsp] defaults")
-        config = LspConfig()
-    return msgspec.structs.replace(config, servers=kept), warnings

@@ -57,6 +57,9 @@ __all__ = ["ActorDeps", "McpActor"]
 
 log = logging.getLogger("corral.mcp")
 
+_SETTLE_WAIT = 5.0
+"""Seconds a listing waits for a tools list the server announced changed to be read again."""
+
 Allow = frozenset[str] | None
 """An allow-list of bare tool names; ``None`` allows every tool."""
 
@@ -129,6 +132,8 @@ class McpActor:
             await self._connection(trio.current_time() + (timeout or self.definition.startup_timeout))
         except (McpServerFailed, McpStartFailed):
             pass
+        with trio.move_on_after(_SETTLE_WAIT):  # a change announced, not yet read: wait for it
+            await self.lists.settled()
         return self.tool_infos(as_name, allow)
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None,

@@ -69,6 +69,18 @@ class McpConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     servers: dict[str, McpServerConfig] = {}
     max_result_bytes: _Bytes = 1024 * 1024
 
+    def config_warnings(self) -> list[tuple[str, str]]:
+        """A server table that defines no server (neither or both of ``command`` and ``url``, a
+        bad name) is named here; the registry leaves it out (``usable``)."""
+        return [(f"servers.{name}", f"{problem}; server ignored")
+                for name, problem in _problems(self.servers).items()]
+
+    def usable(self) -> dict[str, McpServerConfig]:
+        """The enabled server tables that define a server, by name."""
+        bad = _problems(self.servers)
+        return {name: table for name, table in self.servers.items()
+                if table.enabled and name not in bad}
+
 
 class Definition(Struct, frozen=True, kw_only=True):
     """One MCP server as the registry runs it. ``env`` and ``headers`` may hold secrets."""
@@ -127,28 +139,11 @@ def definition_of(name: str, server: McpServerConfig | McpServer) -> Definition:
     )
 
 
-def mcp_section(table: object) -> tuple[McpConfig, list[str]]:
-    """Decode an ``[mcp]`` TOML table; a bad server table is dropped with a warning naming it,
-    the other servers load (the config loader's rule: one mistake never stops the daemon)."""
-    warnings: list[str] = []
-    if table is None:
-        return McpConfig(), warnings
-    if not isinstance(table, dict):
-        return McpConfig(), ["bad value for 'mcp': expected a table; using defaults"]
-    servers: dict[str, McpServerConfig] = {}
-    raw_servers = table.get("servers", {})
-    for name, raw in (raw_servers.items() if isinstance(raw_servers, dict) else ()):
+def _problems(servers: dict[str, McpServerConfig]) -> dict[str, str]:
+    problems: dict[str, str] = {}
+    for name, table in servers.items():
         try:
-            server = msgspec.convert(raw, McpServerConfig)
-            definition_of(name, server)
-        except (msgspec.ValidationError, BadRequest) as exc:
-            warnings.append(f"bad value for 'mcp.servers.{name}': {exc}; server ignored")
-            continue
-        servers[name] = server
-    rest = {k: v for k, v in table.items() if k != "servers"}
-    try:
-        config = msgspec.convert({**rest, "servers": {}}, McpConfig)
-    except msgspec.ValidationError as exc:
-        warnings.append(f"bad value in 'mcp': {exc}; using defaults")
-        config = McpConfig()
-    return msgspec.structs.replace(config, servers=servers), warnings
+            definition_of(name, table)
+        except BadRequest as exc:
+            problems[name] = exc.message
+    return problems

@@ -5,7 +5,9 @@ The lists are read whole when a connection starts and again when the server says
 of a ``subscriptions/listen`` stream on a 2026-07-28 one (the SDK tees those events to the
 message handler too, so one handler marks the list dirty in both eras). A refresher task reads
 the dirty lists again, coalescing changes that arrive while it reads; a refresh replaces a list
-whole. ``changed`` is set after each refresh (the actor's waiters use it).
+whole. ``changed`` is set after each refresh (the actor's waiters use it). ``settled`` waits
+while a change is announced but not yet read, so that a listing right after a ``list_changed``
+(the native agent's next model request) sees the new list rather than the old one.
 """
 
 from __future__ import annotations
@@ -44,6 +46,13 @@ class Lists:
         self._on_change = on_change
         self._dirty: set[Kind] = set()
         self._dirty_event = trio.Event()
+        self._quiet = trio.Event()  # set while no announced change waits to be read
+        self._quiet.set()
+
+    async def settled(self) -> None:
+        """Return once every announced change has been read (at once when none is pending).
+        The caller bounds the wait; a connection lost meanwhile counts as settled."""
+        await self._quiet.wait()
 
     async def on_message(self, message: Any) -> None:
         """The SDK's message handler: a change notification marks its list dirty."""
@@ -71,15 +80,21 @@ class Lists:
 
     async def refresher(self, live: Connection) -> None:
         """Refresh dirty lists until cancelled; a failed refresh is logged (the next change retries)."""
-        while True:
-            await self._dirty_event.wait()
-            self._dirty_event = trio.Event()
-            kinds, self._dirty = tuple(self._dirty), set()
-            try:
-                await self.refresh(live, kinds)
-            except (MCPError, ValidationError, OSError) as exc:
-                if not live.lost.is_set():
-                    log.warning("MCP server %s: refreshing %s failed: %s", self.name, sorted(kinds), exc)
+        try:
+            while True:
+                await self._dirty_event.wait()
+                self._dirty_event = trio.Event()
+                kinds, self._dirty = tuple(self._dirty), set()
+                try:
+                    await self.refresh(live, kinds)
+                except (MCPError, ValidationError, OSError) as exc:
+                    if not live.lost.is_set():
+                        log.warning("MCP server %s: refreshing %s failed: %s", self.name, sorted(kinds), exc)
+                if not self._dirty:
+                    self._quiet.set()
+        finally:  # the connection ended: the next one reads every list whole
+            self._dirty.clear()
+            self._quiet.set()
 
     async def listen(self, live: Connection, *,
                      task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -113,6 +128,8 @@ class Lists:
     def _mark(self, kind: Kind) -> None:
         self._dirty.add(kind)
         self._dirty_event.set()
+        if self._quiet.is_set():
+            self._quiet = trio.Event()
 
 
 async def _walk(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:

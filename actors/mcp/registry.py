@@ -50,9 +50,7 @@ class McpRegistry:
         self._by_token: dict[str, SessionMcp] = {}
         self._supervisor: Supervisor | None = None
         self.offered: list[Definition] = []  # the enabled config servers, offered to every session
-        for name, table in config.servers.items():
-            if not table.enabled:
-                continue
+        for name, table in config.usable().items():  # the loader warned about the others
             definition = definition_of(name, table)
             self.offered.append(definition)
             self._register(definition)

@@ -1,23 +1,20 @@
 """How the composition root builds the MCP parts: config, registry, shared endpoint, children.
 
-The ``[mcp]`` section is read here from the config file that was loaded, because the config
-root (``supervisor.config.Config``) may not name application sections; once the root lives
-with the application it carries an ``mcp: McpConfig`` field and that is used instead.
+The ``[mcp]`` section is the config root's ``mcp`` field (``actors.mcp.config.McpConfig``,
+decoded and warned about by the generic loader like every other section).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import tomllib
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
-
 from actors.mcp.actor import ActorDeps
-from actors.mcp.config import McpConfig, mcp_section
+from actors.mcp.config import McpConfig
 from actors.mcp.endpoint import McpEndpoint, Refuse
 from actors.mcp.inject import harness_servers
 from actors.mcp.registry import McpRegistry
@@ -37,10 +34,9 @@ log = logging.getLogger("corral.mcp")
 class McpParts:
     """The registry (the ``mcp`` supervisor) and the shared endpoint, as root children."""
 
-    def __init__(self, registry: McpRegistry, endpoint: McpEndpoint, warnings: list[str]) -> None:
+    def __init__(self, registry: McpRegistry, endpoint: McpEndpoint) -> None:
         self.registry = registry
         self.endpoint = endpoint
-        self.warnings = warnings
 
     async def prepare(self, request: SessionCreate) -> tuple[SessionCreate, str | None]:
         """``session.create`` with its ``mcp_servers`` pointed at the shared endpoint, for the
@@ -72,7 +68,7 @@ class McpParts:
 def mcp_parts(loaded: LoadedConfig[Any], ledger: Ledger | None, refuse: Refuse) -> McpParts:
     """Build the MCP parts from the loaded configuration (servers restart under the session
     restart policy: the same intensity, period and backoff)."""
-    config, warnings = _section(loaded)
+    config = _section(loaded)
     sessions = loaded.config.sessions
     policy = RestartPolicy(
         intensity=sessions.restart_intensity, period=sessions.restart_period,
@@ -82,19 +78,9 @@ def mcp_parts(loaded: LoadedConfig[Any], ledger: Ledger | None, refuse: Refuse) 
                      stderr_lines=loaded.config.children.stderr_lines,
                      max_result_bytes=config.max_result_bytes)
     registry = McpRegistry(config, deps)
-    return McpParts(registry, McpEndpoint(registry, refuse), warnings)
+    return McpParts(registry, McpEndpoint(registry, refuse))
 
 
-def _section(loaded: LoadedConfig[Any]) -> tuple[McpConfig, list[str]]:
+def _section(loaded: LoadedConfig[Any]) -> McpConfig:
     own = getattr(loaded.config, "mcp", None)
-    if isinstance(own, McpConfig):
-        return own, []
-    if loaded.source is None:
-        return McpConfig(), []
-    try:
-        table = tomllib.loads(loaded.source.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return McpConfig(), [f"cannot read the [mcp] section of {loaded.source}: {exc}"]
-    return mcp_section(table.get("mcp"))
-
-
+    return own if isinstance(own, McpConfig) else McpConfig()

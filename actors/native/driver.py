@@ -1,7 +1,8 @@
 """``NativeDriver``: corral's own ADK agent as the session sees it (``actors.harness.Driver``).
 
-* ``launch``: ``[sys.executable, "-m", "actors.native"]`` with the session's ``env``, framed
-  ``length_prefix``. The worker's own cwd is the source root that holds ``actors`` (so ``-m``
+* ``launch``: ``[sys.executable, "-m", "actors.native"]`` with the session's ``env`` plus
+  ``CORRAL_SESSION_ID`` (the daemon's id of the session, which ``spawn`` answers the asks of),
+  framed ``length_prefix``. The worker's own cwd is the source root that holds ``actors`` (so ``-m``
   finds the same code as the daemon's even without an install); its tools work in the session
   cwd, which the ``start`` frame carries.
 * ``translator``: a ``NativeTranslator`` with the ``[providers]`` tables, the price table, the
@@ -9,7 +10,9 @@
   (``options.resume`` with a native session id) and the ``[native]`` context settings.
 * ``spawn``: the session's spawn hook (``actors.harness``): the worker is forked from the
   daemon's fork server (``forkservice.ForkServer``) when the driver has one, else exec'd; either
-  way it is an ``open_child`` process child (ledger, group close, exit status).
+  way it is an ``open_child`` process child (ledger, group close, exit status), whose asks
+  (MCP tools, diagnostics) the driver's ``services`` answer (``actors.native.asks``) without
+  the session seeing them. With ``services`` the ``start`` frame says ``daemon_tools``.
 * ``detect``: available when google-adk is installed (its ``google.adk.runners`` module is found;
   the daemon never imports ADK itself), version = google-adk's; ``features.providers`` lists the
   built-in and configured providers, each with its base URL and whether its key is set in the
@@ -35,13 +38,14 @@ from protocol.models import Detection, Features, ProviderInfo
 from protocol.native import Price
 from protocol.native_context import ContextSettings
 from supervisor.ledger.store import Ledger
-from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
+from supervisor.proc.child import ProcessSpec, open_child
 
+from .asks import NO_SERVICES, ServedChild, Services, served
 from .config import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
 from .forkservice import ForkServer
 from .translate import NativeTranslator, store_dir
 
-__all__ = ["FEATURES", "HARNESS", "NATIVE_ROOT", "NativeDriver"]
+__all__ = ["FEATURES", "HARNESS", "NATIVE_ROOT", "SESSION_ENV", "NativeDriver"]
 
 HARNESS = "native"
 FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, set_model=True)
@@ -49,6 +53,9 @@ FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, s
 
 NATIVE_ROOT = Path(__file__).resolve().parents[2]
 """The source root that holds ``actors``: the cwd of workers and of the fork server."""
+
+SESSION_ENV = "CORRAL_SESSION_ID"
+"""The worker's environment variable naming its session (how ``spawn`` knows whose asks)."""
 
 
 class NativeDriver:
@@ -61,25 +68,33 @@ class NativeDriver:
                  prices: Mapping[str, Price] | None = None,
                  environ: Mapping[str, str] | None = None,
                  forks: ForkServer | None = None,
-                 context: ContextSettings = ContextSettings()) -> None:
+                 context: ContextSettings = ContextSettings(),
+                 services: Services | None = None) -> None:
         self._providers = dict(providers or {})
         self._context = context
         self._prices = dict(prices or {})
         self._environ = os.environ if environ is None else environ
         self._forks = forks
+        self.services = services
+        """Answers the workers' asks; settable until the first spawn (the composition root
+        builds the drivers before the session table its services look sessions up in)."""
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The worker's argv, env and cwd. Pure."""
-        return Launch(argv=[sys.executable, "-m", "actors.native"], env=dict(request.env),
+        return Launch(argv=[sys.executable, "-m", "actors.native"],
+                      env={**request.env, SESSION_ENV: request.session_id},
                       cwd=str(NATIVE_ROOT), framing="length_prefix")
 
     @asynccontextmanager
     async def spawn(self, launch: Launch, spec: ProcessSpec,
-                    ledger: Ledger | None) -> AsyncIterator[ProcessChild]:
-        """The worker as a process child, forked by the fork server if there is one."""
+                    ledger: Ledger | None) -> AsyncIterator[ServedChild]:
+        """The worker as a process child, forked by the fork server if there is one, with its
+        asks answered by ``services``."""
         spawner = self._forks.spawn if self._forks is not None else None
-        async with open_child(spec, ledger=ledger, spawner=spawner) as child:
-            yield child
+        session_id = spec.env.get(SESSION_ENV) or ""
+        async with open_child(spec, ledger=ledger, spawner=spawner) as child, \
+                served(child, session_id, self.services or NO_SERVICES) as wrapped:
+            yield wrapped
 
     def translator(self, request: HarnessRequest) -> NativeTranslator:
         """A fresh translator for one worker; ``BadRequest`` for a bad model or options."""
@@ -93,7 +108,8 @@ class NativeDriver:
 
         return NativeTranslator(request, providers=self._providers, prices=self._prices,
                                 daemon_env=self._environ, find_store=find_store,
-                                context=self._context)
+                                context=self._context,
+                                daemon_tools=self.services is not None)
 
     async def detect(self) -> Detection:
         """Whether google-adk is installed, its version, and the providers (see above)."""

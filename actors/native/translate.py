@@ -8,8 +8,9 @@ The worker already speaks corral's event model, so translating is mostly bookkee
   to the request's ``work_dir``), the store file of an earlier corral session when the id lives
   there (found by the driver's ``find_store``), tool limits (``options.limits``), instructions,
   ``options.thinking``, the price table, the ``[native]`` context settings (instruction files,
-  skills) and the active tool set (``options.tools``, a list of tool names: the only tools the
-  model sees; kept in the session's options, so a restart or resume keeps it);
+  skills), the active tool set (``options.tools``, a list of tool names: the only tools the
+  model sees; kept in the session's options, so a restart or resume keeps it) and whether the
+  daemon answers asks (``daemon_tools``);
 * ``init`` makes the translator ``ready`` and gives the ``vendor_session_id``; ``result`` ends
   the turn; ``permission`` ids are remembered until decided, interrupted or the turn ends;
 * commands become their frames: ``prompt``, ``steer`` (only while a turn runs: otherwise
@@ -34,7 +35,7 @@ from protocol.framing import LengthPrefixFramer
 from protocol.native_context import ContextSettings
 from protocol.native import (
     Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
-    decode_event, encode_command,
+    decode_event, encode_command, is_ask,
 )
 
 from .config import ModelSpecError, ProviderTable, resolve
@@ -56,7 +57,7 @@ class NativeTranslator:
     def __init__(self, request: HarnessRequest, *, providers: Mapping[str, ProviderTable],
                  prices: Mapping[str, Price], daemon_env: Mapping[str, str],
                  find_store: StoreFinder = lambda _id: None,
-                 context: ContextSettings = ContextSettings()) -> None:
+                 context: ContextSettings = ContextSettings(), daemon_tools: bool = False) -> None:
         self._request = request
         self._providers = providers
         self._daemon_env = daemon_env
@@ -70,6 +71,7 @@ class NativeTranslator:
         self._tools = _names(request.options, "tools")
         self._prices = dict(prices)
         self._find_store = find_store
+        self._daemon_tools = daemon_tools
         self._framer = LengthPrefixFramer()
         self._ready = False
         self._session_id: str | None = None
@@ -99,10 +101,14 @@ class NativeTranslator:
             permissions=request.permissions, session_id=resume, store_dir=str(store_dir(request)),
             resume_path=resume_path, instructions=request.instructions,
             thinking=options.get("thinking") is True, limits=self._limits,
-            prices=self._prices, context=self._context, tools=self._tools))]
+            prices=self._prices, context=self._context, tools=self._tools,
+            daemon_tools=self._daemon_tools))]
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
-        """One event from the worker; ``ProtocolError`` for a frame that is not one."""
+        """One event from the worker; ``ProtocolError`` for a frame that is not one. An ask
+        (answered beside the session, ``actors.native.asks``) that reaches it is dropped."""
+        if is_ask(frame):
+            return []
         try:
             event = decode_event(frame)
         except msgspec.DecodeError as exc:

@@ -205,7 +205,7 @@ async def test_sigkill_of_the_worker_restarts_it_and_the_conversation_goes_on(
             (init,) = of(events, "init")
             assert init["vendor_session_id"] == native_id
             assert init["model"] == f"{kind}/fake-model" and init["cwd"] == str(rig.work)
-            assert init["tools"] == ["read", "write", "edit", "bash", "grep", "find", "ls"]
+            assert init["tools"] == ["read", "write", "edit", "bash", "grep", "find", "ls", "diagnostics"]
             assert wait_gone(before) == []
             events = await rig.turn("which word?")
             assert said(events) == "Apricot."

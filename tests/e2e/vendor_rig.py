@@ -81,18 +81,22 @@ class Rig:
 
 @asynccontextmanager
 async def daemon_session(state: Path, params: dict[str, Any], *, timeout: float,
-                         ready: Predicate | None = None) -> AsyncIterator[Rig]:
+                         ready: Predicate | None = None,
+                         config: str | None = None) -> AsyncIterator[Rig]:
     """A daemon on ``state`` with one subscribed session made from ``params``.
 
     ``ready``: wait for the first event that satisfies it before yielding (e.g. the session's
-    ``status idle`` once the harness finished its handshake). Cancellation: the daemon is
+    ``status idle`` once the harness finished its handshake); ``config``: the daemon's config
+    file. Cancellation: the daemon is
     stopped, shielded, whatever ends the block.
     """
-    daemon = await start_daemon(state)
+    daemon = await start_daemon(state, config=config)
     passed = False
     try:
         async with raw_client(daemon) as client:
-            created = await client.ok("session.create", **params)
+            created = await client.call("session.create", timeout=timeout, **params)
+            assert created["type"] == "ok", created
+            created = created["result"]
             sid = created["session"]["id"]
             await client.ok("session.subscribe", session_id=sid)
             rig = Rig(daemon, client, sid, Path(params["cwd"]), timeout)

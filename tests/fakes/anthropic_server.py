@@ -33,7 +33,7 @@ import argparse
 import itertools
 import json
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Callable, AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -89,9 +89,12 @@ _SECRET_HEADERS = {"x-api-key", "authorization", "cookie"}
 class FakeAnthropic:
     """The server: a queue of scripted replies, the recorded requests, and ``serve``."""
 
-    def __init__(self, script: Iterable[Scripted] = (), *, default: Scripted | None = None) -> None:
+    def __init__(self, script: Iterable[Scripted] = (), *, default: Scripted | None = None,
+                 choose: Callable[[RecordedRequest], Scripted] | None = None) -> None:
         self.script: list[Scripted] = list(script)
         self.default: Scripted = default if default is not None else text("ok")
+        self.choose = choose
+        """Picks the reply from the request itself (for many sessions at once); ``script`` is then unused."""
         self.requests: list[RecordedRequest] = []
         self.port: int = 0
         self._ids = itertools.count(1)
@@ -160,7 +163,10 @@ class FakeAnthropic:
         elif rec.method == "POST" and path == "/v1/messages/count_tokens":
             await _json(conn, stream, 200, {"input_tokens": len(json.dumps(rec.body)) // 4})
         elif rec.method == "POST" and path == "/v1/messages":
-            reply = self.script.pop(0) if self.script else self.default
+            if self.choose is not None:
+                reply = self.choose(rec)
+            else:
+                reply = self.script.pop(0) if self.script else self.default
             if isinstance(reply, ErrorReply):
                 await _error(conn, stream, reply)
             elif isinstance(rec.body, dict) and rec.body.get("stream"):

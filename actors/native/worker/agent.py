@@ -1,7 +1,9 @@
 """The ADK pieces of one native session: coding tools as ADK tools, a switchable model, the agent.
 
-``CodingTool`` wraps one entry of ``actors.native.tools.TOOLS``. When the session's ``Gate``
-says the tool asks, it uses ADK's tool confirmation: the first call records
+``CodingTool`` wraps one entry of ``actors.native.tools.TOOLS``; a successful ``write`` or
+``edit`` is followed by ``after_edit`` (the daemon's diagnostics of the changed file, appended
+to the result). When the session's ``Gate`` says a tool asks (``confirm``, shared with the MCP
+tools), it uses ADK's tool confirmation: the first call records
 ``tool_context.request_confirmation()`` and answers the model with ``NOT_RUN`` (a placeholder the
 model only ever sees if the turn ends before anyone answers); ADK then pauses the invocation
 (the app is resumable) and the worker resumes it with the user's ``ToolConfirmation``: confirmed
@@ -27,6 +29,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 from pydantic import PrivateAttr
@@ -34,8 +37,8 @@ from pydantic import PrivateAttr
 from actors.native.gate import Gate
 from actors.native.tools import ToolSpec, Workspace, call_tool
 
-__all__ = ["APP_NAME", "MODEL_KEY", "NOT_RUN", "REFUSED", "USER_ID", "CodingTool", "ModelSlot",
-           "SwitchableLlm", "build_app"]
+__all__ = ["APP_NAME", "MODEL_KEY", "NOT_RUN", "REFUSED", "USER_ID", "AfterEdit", "CodingTool",
+           "ModelSlot", "SwitchableLlm", "build_app", "confirm"]
 
 APP_NAME = "corral"
 USER_ID = "corral"
@@ -51,32 +54,55 @@ BeforeModel = Callable[[CallbackContext, LlmRequest], Awaitable[LlmResponse | No
 BeforeTool = Callable[[BaseTool, dict[str, Any], ToolContext], Awaitable[dict[str, Any] | None]]
 AfterTool = Callable[[BaseTool, dict[str, Any], ToolContext, dict[str, Any]],
                      Awaitable[dict[str, Any] | None]]
+AfterEdit = Callable[[str, str | None], Awaitable[str]]
+"""``(path, text written or None) -> text`` appended to a successful write/edit result."""
 
 
 class CodingTool(BaseTool):
     """One coding tool as an ADK tool (see the module docstring)."""
 
-    def __init__(self, spec: ToolSpec, workspace: Workspace, gate: Gate) -> None:
+    def __init__(self, spec: ToolSpec, workspace: Workspace, gate: Gate,
+                 after_edit: AfterEdit | None = None) -> None:
         super().__init__(name=spec.name, description=spec.description)
         self.spec = spec
         self._workspace = workspace
         self._gate = gate
+        self._after_edit = after_edit
 
     def _get_declaration(self) -> types.FunctionDeclaration:
         return types.FunctionDeclaration(name=self.name, description=self.description,
                                          parameters_json_schema=self.spec.schema)
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        """Ask first if the gate says so; then run the tool (cancellation kills what it runs)."""
-        if self._gate.asks(self.name):
-            confirmation = tool_context.tool_confirmation
-            if confirmation is None:
-                tool_context.request_confirmation(hint=f"Allow {self.name}?")
-                return {"error": NOT_RUN}
-            if not confirmation.confirmed:
-                return {"error": REFUSED}
+        """Ask first if the gate says so; then run the tool (cancellation kills what it runs).
+        A successful ``write``/``edit`` is followed by the changed file's diagnostics."""
+        refused = confirm(self._gate, self.name, tool_context)
+        if refused is not None:
+            return refused
         outcome = await call_tool(self._workspace, self.name, args)
-        return {"error": outcome.text} if outcome.is_error else {"output": outcome.text}
+        if outcome.is_error:
+            return {"error": outcome.text}
+        text = outcome.text
+        if self._after_edit is not None and self.spec.kind == "edit" and outcome.path:
+            written = args.get("content") if self.name == "write" else None
+            block = await self._after_edit(outcome.path, written if isinstance(written, str) else None)
+            if block:
+                text = f"{text}\n\n{block}"
+        return {"output": text}
+
+
+def confirm(gate: Gate, name: str, tool_context: ToolContext) -> dict[str, str] | None:
+    """``None`` when tool ``name`` may run now; else the result to give the model: ``NOT_RUN``
+    after asking for confirmation (the invocation pauses), ``REFUSED`` after a refusal."""
+    if not gate.asks(name):
+        return None
+    confirmation = tool_context.tool_confirmation
+    if confirmation is None:
+        tool_context.request_confirmation(hint=f"Allow {name}?")
+        return {"error": NOT_RUN}
+    if not confirmation.confirmed:
+        return {"error": REFUSED}
+    return None
 
 
 class ModelSlot:
@@ -117,8 +143,8 @@ class SwitchableLlm(BaseLlm):
             yield response
 
 
-def build_app(slot: ModelSlot, tools: list[BaseTool], *, instruction: Callable[[Any], str],
-              before_model: list[BeforeModel], thinking: bool,
+def build_app(slot: ModelSlot, tools: list[BaseTool | BaseToolset], *,
+              instruction: Callable[[Any], str], before_model: list[BeforeModel], thinking: bool,
               before_tool: BeforeTool | None = None, after_tool: AfterTool | None = None) -> App:
     """The resumable ADK app around one ``LlmAgent`` (resumable: confirmations pause it).
 

@@ -15,6 +15,10 @@ turn as a task, and everything else (steer, interrupt, decisions, set_model) rea
   turn, so no prompt the daemon reported delivered is dropped.
 * ``set_model``: the next model call uses the new model (old ones are closed at shutdown).
 * ``shutdown``: interrupts the turn, waits for its ``result``, closes models and the store.
+* answers (``mcp.tools``, ``mcp.result``, ``lsp.report``) go to the ``DaemonLink`` whose ask
+  they answer. With ``start.daemon_tools`` (and a ``send_ask`` to reach the daemon) the agent
+  also gets the session's MCP tools and ``diagnostics``, and write/edit results are decorated
+  with diagnostics (``daemon_tools``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 import shutil
 from collections import deque
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import msgspec
 from google.adk.agents.callback_context import CallbackContext
@@ -38,15 +43,18 @@ from actors.native.accounting import TurnAccount
 from actors.native.gate import Gate
 from actors.native.models import ModelError, ProviderConfig, build_model, close_model
 from actors.native.tools import TOOLS, Limits, Workspace
-from protocol.events import Error, Event, Init
+from protocol.events import Error, Event, Init, ToolKind
 from protocol.native import (
-    Command, Decide, Interrupt, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
+    Ask, Command, Decide, DiagnosticsReport, Interrupt, McpResult, McpTools, Prompt,
+    ProviderSettings, SetModel, Shutdown, Start, Steer,
 )
 
-from .agent import APP_NAME, USER_ID, CodingTool, ModelSlot, build_app
+from .agent import APP_NAME, USER_ID, AfterEdit, CodingTool, ModelSlot, build_app
+from .daemon_tools import DIAGNOSTICS, DiagnosticsTool, McpToolset, decorate
 from .depth import Depth
 from .skills import SKILL_TOOLS
 from .events import EventMapper
+from .link import DaemonLink
 from .store import JsonlSessionService, StoreCorrupt, new_session_id
 from .turn import Turn
 
@@ -78,9 +86,11 @@ class Worker:
 
     def __init__(self, emit: Callable[[Event], None], *,
                  model_factory: ModelFactory = default_model,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None,
+                 send_ask: Callable[[Ask], None] | None = None) -> None:
         self._emit = emit
         self._environ = os.environ if environ is None else environ
+        self._link = DaemonLink(send_ask) if send_ask is not None else None
         self._model_factory = model_factory
         self._start: Start | None = None
         self._runner: Runner | None = None
@@ -108,6 +118,9 @@ class Worker:
     async def handle(self, command: Command) -> None:
         """Act on one command (see the module docstring); raises ``StartFailed``."""
         match command:
+            case McpTools() | McpResult() | DiagnosticsReport():
+                if self._link is not None:
+                    self._link.answer(command)
             case Start():
                 await self._on_start(command)
             case _ if self._start is None:
@@ -136,6 +149,8 @@ class Worker:
     async def shutdown(self) -> None:
         """Interrupt the turn (bounded wait for its result), close models and the store."""
         self._queued.clear()
+        if self._link is not None:
+            self._link.close()
         task = self._task
         if task is not None and self._turn is not None:
             self._turn.interrupt()
@@ -170,20 +185,29 @@ class Worker:
         self._gate = Gate(start.permissions)
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
+        link = self._link if start.daemon_tools else None
+        after_edit: AfterEdit | None = None
+        if link is not None:
+            async def after_edit(path: str, text: str | None) -> str:
+                return await decorate(link, path, text)
         # Discovery reads files: off the event loop.
         depth = await asyncio.to_thread(
             Depth, start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
             system=_SYSTEM.format(cwd=workspace.root), session_instructions=start.instructions,
             active_tools=start.tools, session_id=session_id)
-        tools = [*(CodingTool(spec, workspace, self._gate) for spec in TOOLS), *depth.tools]
+        tools: list[Any] = [*(CodingTool(spec, workspace, self._gate, after_edit) for spec in TOOLS),
+                            *depth.tools]
+        if link is not None:
+            tools += [DiagnosticsTool(link), McpToolset(link, self._gate)]
         self._depth = depth
-        app = build_app(self._slot, list(tools), instruction=depth.instruction,
+        app = build_app(self._slot, tools, instruction=depth.instruction,
                         before_model=[self._before_model, depth.before_model],
                         before_tool=depth.before_tool, after_tool=depth.after_tool,
                         thinking=start.thinking)
         self._runner = Runner(app=app, session_service=store)
+        names = [tool.name for tool in tools if not isinstance(tool, McpToolset)]
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
-                        tools=depth.tool_names([tool.name for tool in tools])))
+                        tools=depth.tool_names(names)))
 
     async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
         wanted = start.session_id
@@ -211,7 +235,9 @@ class Worker:
         if self._turn is not None or not self._queued or start is None or runner is None \
                 or store is None or gate is None:
             return
-        kinds = {spec.name: spec.kind for spec in TOOLS} | dict.fromkeys(SKILL_TOOLS, "read")
+        kinds: dict[str, ToolKind] = ({spec.name: spec.kind for spec in TOOLS}
+                                      | dict.fromkeys(SKILL_TOOLS, "read"))
+        kinds[DIAGNOSTICS] = "read"
         turn = Turn(self._queued.popleft(), runner=runner, session_id=self._session_id,
                     store=store, mapper=EventMapper(kinds), gate=gate,
                     account=TurnAccount(start.prices), emit=self._emit,

@@ -12,6 +12,8 @@ function responses (not placeholders of a pause)       ``tool {completed}``, ``i
 user-authored events (prompts, confirmations, steers)  nothing (the daemon reports prompts)
 =====================================================  ==========================================
 
+A tool's ``kind`` comes from the coding tools' table; ``mcp__SERVER__TOOL`` names are ``mcp``.
+
 A response that asks for confirmation carries a placeholder result for that call (listed in
 ``actions.requested_tool_confirmations``); it is not the call's completion, which comes when the
 invocation is resumed, when an abort seals the call (ADK answers it and the confirmation call
@@ -26,6 +28,7 @@ from typing import Any
 from google.adk.events.event import Event as AdkEvent
 from google.genai import types
 
+from actors.native.gate import MCP_PREFIX
 from protocol.events import Assistant, Event, Permission, Thought, Tool, ToolKind
 
 __all__ = ["CONFIRMATION", "EventMapper", "Pending"]
@@ -135,4 +138,6 @@ class EventMapper:
                     is_error=is_error)
 
     def _kind(self, name: str) -> ToolKind:
+        if name.startswith(MCP_PREFIX):
+            return "mcp"
         return self._kinds.get(name, "other")

@@ -29,7 +29,7 @@ import msgspec
 from protocol.errors import CorralError
 from protocol.events import Error, Event
 from protocol.framing import DEFAULT_LIMIT, LengthPrefixFramer
-from protocol.native import decode_command, encode_event
+from protocol.native import Ask, decode_command, encode_event
 from supervisor.proc.prctl import set_child_subreaper
 
 __all__ = ["main"]
@@ -65,10 +65,10 @@ async def _serve(in_fd: int, out_fd: int) -> int:
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     framer = LengthPrefixFramer(DEFAULT_LIMIT)
 
-    def emit(event: Event) -> None:
+    def emit(event: Event | Ask) -> None:
         writer.write(framer.encode(encode_event(event)))
 
-    worker = Worker(emit)
+    worker = Worker(emit, send_ask=emit)
     code = 0
     try:
         while not worker.finished.is_set():

@@ -160,3 +160,12 @@ async def test_a_missing_command_is_a_start_failure(tmp_path: Path) -> None:
 def _once() -> object:
     from supervisor.tree import RestartPolicy
     return RestartPolicy(intensity=0, period=60.0)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_listing_right_after_list_changed_has_the_new_tool(tmp_path: Path, mode: str) -> None:
+    """What the native agent's next model request relies on: no waiting by the caller."""
+    async with running_actor(fake_definition(tmp_path), deps(mode=mode)) as actor:
+        await actor.list_tools()
+        assert (await actor.call("grow")).text() == "grown"
+        assert "extra" in {t.tool for t in await actor.list_tools()}

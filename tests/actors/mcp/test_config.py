@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from actors.mcp.config import McpServerConfig, definition_of, mcp_section
+from actors.app import Config
+from actors.mcp.config import McpConfig, McpServerConfig, definition_of
 from protocol.errors import BadRequest
 from protocol.models import McpServer
+from supervisor.config import parse_config
 
 
 def test_same_command_shares_a_fingerprint_whatever_the_name_and_limits() -> None:
@@ -48,19 +50,35 @@ def test_bad_definitions_are_bad_requests(name: str, server: McpServerConfig) ->
 
 
 def test_the_section_keeps_good_servers_and_names_the_bad_ones() -> None:
-    config, warnings = mcp_section({
-        "max_result_bytes": 4096,
-        "servers": {"good": {"command": "srv", "call_timeout": 3},
-                    "typo": {"comand": "srv"},
-                    "neither": {"args": ["x"]},
-                    "negative": {"command": "srv", "startup_timeout": -1}},
-    })
-    assert list(config.servers) == ["good"] and config.max_result_bytes == 4096
-    assert config.servers["good"].call_timeout == 3
-    assert len(warnings) == 3
-    assert all(any(f"'mcp.servers.{n}'" in w for w in warnings) for n in ("typo", "neither", "negative"))
+    loaded = parse_config(Config, """
+[mcp]
+max_result_bytes = 4096
+[mcp.servers.good]
+command = "srv"
+call_timeout = 3
+[mcp.servers.typo]
+comand = "srv"
+[mcp.servers.neither]
+args = ["x"]
+[mcp.servers.negative]
+command = "srv"
+startup_timeout = -1
+[mcp.servers.off]
+command = "srv"
+enabled = false
+""")
+    config = loaded.config.mcp
+    assert config.max_result_bytes == 4096 and config.servers["good"].call_timeout == 3
+    assert list(config.usable()) == ["good", "negative"]  # a bad timeout is defaulted
+    assert config.servers["negative"].startup_timeout == 30
+    warnings = loaded.warnings
+    assert len(warnings) == 4, warnings
+    assert any("'mcp.servers.typo.comand'" in w for w in warnings)
+    assert any("'mcp.servers.negative.startup_timeout'" in w for w in warnings)
+    assert sum("server ignored" in w for w in warnings) == 2
+    assert all(any(f"'mcp.servers.{n}'" in w for w in warnings) for n in ("typo", "neither"))
 
 
 def test_no_section_is_the_default() -> None:
-    config, warnings = mcp_section(None)
-    assert config.servers == {} and warnings == []
+    loaded = parse_config(Config, "")
+    assert loaded.config.mcp == McpConfig() and loaded.warnings == []

@@ -45,3 +45,14 @@ def test_a_turn_sums_its_calls_and_an_unpriced_call_makes_the_cost_unknown() -> 
     assert account.cost_usd == 1.000004
     account.add("unknown", Usage(input_tokens=1))
     assert account.cost_usd is None and account.calls == 3
+
+
+def test_mcp_tools_ask_in_ask_inherit_and_auto_edit_unless_an_allow_pattern_matches() -> None:
+    modes = {mode: Gate(Permissions(mode=mode)).asks("mcp__fs__read")  # type: ignore[arg-type]
+             for mode in ("ask", "inherit", "auto_edit", "auto")}
+    assert modes == {"ask": True, "inherit": True, "auto_edit": True, "auto": False}
+    allowed = Gate(Permissions(mode="auto_edit", allow_tools=["mcp__fs__*"]))
+    assert not allowed.asks("mcp__fs__write") and allowed.asks("mcp__git__commit")
+    assert not allowed.asks("diagnostics") and not allowed.asks("read")
+    allowed.allow_always("mcp__git__commit")
+    assert not allowed.asks("mcp__git__commit")

@@ -167,7 +167,7 @@ def test_launch_runs_the_worker_module_with_length_prefixed_frames(tmp_path: Pat
     launch = NativeDriver(environ={}).launch(_request(tmp_path))
     assert launch.argv == [sys.executable, "-m", "actors.native"]
     assert launch.framing == "length_prefix"
-    assert launch.env == {"OPENAI_API_KEY": "sk-session-key"}
+    assert launch.env == {"OPENAI_API_KEY": "sk-session-key", "CORRAL_SESSION_ID": "s-1"}
     assert (Path(launch.cwd) / "actors" / "native" / "__main__.py").exists()
 
 

@@ -1,5 +1,8 @@
 """Drive a native ``Worker`` in process through its command interface, with scripted models.
 
+``daemon`` plays the daemon's side of the worker's asks (MCP tools, diagnostics): a function
+from each ask to its answer; ``asks`` records them.
+
 The worker is asyncio code; each test is a plain function that runs one coroutine with ``run``
 (``asyncio.run`` under a hard timeout). ``WorkerRig`` starts a worker whose model factory hands
 out ``ScriptedLlm``s by model name (``models``), collects every event it emits, and waits for
@@ -27,7 +30,7 @@ from protocol.events import Event, Permission, Result, Tool
 from protocol.models import Permissions
 from protocol.native_context import ContextSettings
 from protocol.native import (
-    Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Start, Steer,
+    Answer, Ask, Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Start, Steer,
 )
 from tests.fakes.model_script import Step
 from tests.fakes.scripted_llm import ScriptedLlm
@@ -66,7 +69,8 @@ class WorkerRig:
                  prices: dict[str, Price] | None = None,
                  models: dict[str, ScriptedLlm] | None = None,
                  context: ContextSettings = ContextSettings(), tools: list[str] | None = None,
-                 environ: dict[str, str] | None = None) -> None:
+                 environ: dict[str, str] | None = None,
+                 daemon: Callable[[Ask], Answer] | None = None) -> None:
         self.cwd = tmp / "cwd"
         self.cwd.mkdir(exist_ok=True)
         self.home = tmp / "home"
@@ -79,10 +83,15 @@ class WorkerRig:
                             permissions=Permissions(mode=mode,  # type: ignore[arg-type]
                                                     allow_tools=allow_tools or []),
                             session_id=session_id, store_dir=str(self.store),
-                            prices=prices or {}, context=context, tools=tools)
+                            prices=prices or {}, context=context, tools=tools,
+                            daemon_tools=daemon is not None)
+        self.asks: list[Ask] = []
+        self._daemon = daemon
+        self._answering: set[asyncio.Task[None]] = set()
         # A home of the test's own: instruction and skill discovery never sees the real one.
         self.worker = Worker(self._emit, model_factory=self._model,
-                             environ={"HOME": str(self.home), **(environ or {})})
+                             environ={"HOME": str(self.home), **(environ or {})},
+                             send_ask=self._ask if daemon is not None else None)
         self._changed = asyncio.Event()
 
     async def __aenter__(self) -> WorkerRig:
@@ -95,6 +104,14 @@ class WorkerRig:
 
     def _model(self, provider: ProviderSettings) -> BaseLlm:
         return self.models[provider.spec]
+
+    def _ask(self, ask: Ask) -> None:
+        """The daemon's side: ``daemon(ask)`` answers, delivered as the stdin loop would."""
+        assert self._daemon is not None
+        self.asks.append(ask)
+        task = asyncio.get_running_loop().create_task(self.worker.handle(self._daemon(ask)))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
 
     def _emit(self, event: Event) -> None:
         self.events.append(event)
