@@ -8,8 +8,9 @@ that left the group) when:
 
 * the timeout passes (the model's ``timeout``, default ``bash_timeout``, at most
   ``bash_max_timeout``): the result is a ``timeout`` error with the output so far;
-* the awaiting asyncio task is cancelled (an interrupt): the group is stopped, then the
-  ``CancelledError`` propagates (a second cancellation during the grace skips to SIGKILL);
+* the awaiting asyncio task is cancelled (an interrupt), even while the shell is still being
+  started: the group is stopped, then the ``CancelledError`` propagates (a second cancellation
+  during the grace skips to SIGKILL);
 * the shell has exited but something it started in the background still holds its output
   pipes after ``bash_drain_grace`` (``cmd &``): otherwise the call could never finish.
   A background job that redirected its output is left running.
@@ -51,10 +52,22 @@ async def _bash(ws: Workspace, params: BashParams) -> ToolOutcome:
     notes = [f"[timeout lowered from {asked:g} s to the maximum of {timeout:g} s]"] if asked > timeout else []
     keep = max(limits.call_output_bytes // 4, 1)
     capture = _Capture(HeadTail(keep, keep), HeadTail(keep, keep))
-    transport, _ = await asyncio.get_running_loop().subprocess_exec(
+    starting = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(
         lambda: capture, _shell(), "-c", params.command, cwd=ws.root, env=ws.env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )
+    ))
+    try:
+        transport, _ = await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        # The shell may already run (and have started others) while asyncio connects its pipes;
+        # asyncio would kill the shell alone. Let the start finish, then stop the whole group.
+        with contextlib.suppress(Exception):
+            transport, _ = await starting
+            try:
+                await _stop_group(transport, capture, limits.bash_kill_grace)
+            finally:
+                transport.close()
+        raise
     timed_out = False
     try:
         try:

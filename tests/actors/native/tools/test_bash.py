@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,37 @@ def test_cancellation_kills_the_group_and_propagates(ws: Workspace, root: Path) 
                 break
             await asyncio.sleep(0.01)
         task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+    for pid in _pids(root):
+        assert wait_until(lambda: gone(pid)), f"pid {pid} survived the cancellation: {describe(pid)}"
+
+
+def test_cancellation_while_the_shell_is_still_starting_kills_its_group(ws: Workspace, root: Path) -> None:
+    # asyncio is still connecting the pipes (held here) while the shell has already started a
+    # grandchild: a cancellation then must stop the whole group, not the shell alone.
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        real = loop.subprocess_exec
+        held, release = asyncio.Event(), asyncio.Event()
+
+        async def slow_start(*args: Any, **kwargs: Any) -> Any:
+            started = await real(*args, **kwargs)
+            for _ in range(1000):  # bounded wait for the grandchild
+                if (root / "child.pid").exists() and (root / "child.pid").read_text().strip():
+                    break
+                await asyncio.sleep(0.01)
+            held.set()
+            await release.wait()
+            return started
+
+        setattr(loop, "subprocess_exec", slow_start)
+        task = asyncio.create_task(bash(ws, BashParams(command=SPAWN)))
+        await held.wait()
+        task.cancel()
+        release.set()
         with pytest.raises(asyncio.CancelledError):
             await task
 
