@@ -97,6 +97,9 @@ async def read_head(stream: trio.abc.Stream) -> Head | None:
             return Head(event, bytes(raw))
         if event is not h11.NEED_DATA:
             return None
+        if len(raw) >= MAX_HEAD:
+            await _write(stream, parser, Reply(431, b"request head too large\n"))
+            return None
         data = await stream.receive_some(_CHUNK)
         if not data:
             return None
