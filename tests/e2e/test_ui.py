@@ -7,6 +7,7 @@ tabs are closed after each test). Screenshots of the main views land in ``tests/
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -262,3 +263,42 @@ def test_another_origin_cannot_use_the_page_or_its_cookie(
     assert trio.run(_websocket_with, daemon.port, [jar, other], "") == "refused"
     assert trio.run(_websocket_with, daemon.port, [jar], "") == "unauthorized"  # no Origin: not our page
     assert trio.run(_websocket_with, daemon.port, [own], "") == "unauthorized"  # no cookie
+
+
+def test_a_worktree_sessions_diff_is_shown(driver: WebDriver, daemon: Daemon, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True, timeout=30)
+    (repo / "README").write_text("hello\n")
+    subprocess.run([*git, "add", "README"], check=True, timeout=30)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True, timeout=30)
+    sid = new_session(daemon, repo, "wt", "--worktree", "--prompt", "/tool echo from-the-agent > made.txt")
+    page = logged_in(driver, daemon)
+    page.select(sid)
+    page.wait_text("turn done (end_turn)")
+    assert "branch corral/wt" in page.text("#view-meta")
+    toggle = page.find("#diff-toggle")
+    assert toggle.accessible_name == "Worktree diff"
+    toggle.click()
+    page.wait_text("+from-the-agent", css="#diff")
+    assert "made.txt" in page.content("#diff")
+    page.screenshot("ui-diff")
+
+
+def test_the_transcript_applies_each_seq_once_and_reports_gaps(driver: WebDriver, daemon: Daemon) -> None:
+    page = logged_in(driver, daemon)
+    outcomes = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        import('/ui/transcript.js').then(({ Transcript }) => {
+          const t = new Transcript(document.createElement('ol'), document.createElement('div'));
+          t.reset('s');
+          const frame = (seq) => ({ seq, event: { type: 'assistant', text: `x${seq} `, delta: true } });
+          const got = [1, 2, 2, 1, 4, 3, 4, 3].map((seq) => t.offer(frame(seq)));
+          done({ got, applied: t.applied, text: t.list.textContent });
+        }, (e) => done(String(e)));
+    """)
+    assert outcomes == {"got": ["applied", "applied", "duplicate", "duplicate", "gap", "applied", "applied",
+                                "duplicate"],
+                        "applied": [1, 2, 3, 4], "text": "x1 x2 x3 x4 "}
+    assert page.js("return window.corral.transcript.sessionId") is None
