@@ -5,6 +5,10 @@ responses may come out of order, at most ``_MAX_IN_FLIGHT`` at once); one pump p
 that offers its session's feed to the core; and a writer that writes what the core hands out.
 A slow client only ever fills its own queue; the session is never blocked.
 
+Two requests are the server's own, not the application's: ``session.(un)subscribe`` (the pumps)
+and ``ui.login_code`` (a one-time code for the browser UI, minted by ``login_code`` and served
+only when the client gave the token in ``hello``, not to a page the UI's cookie let in).
+
 Ending. When the client leaves, the core closes the connection (a refused handshake, a client
 that stopped reading) or the connection is cancelled (its supervisor stops it: the daemon is
 stopping, after the sessions have run their close sequence), the reader, requests and pumps
