@@ -7,10 +7,12 @@ tabs are closed after each test). Screenshots of the main views land in ``tests/
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import threading
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from functools import partial
 from pathlib import Path
@@ -23,10 +25,16 @@ from selenium.webdriver.support.ui import Select
 from trio_websocket import open_websocket_url
 from trio_websocket import HandshakeError
 
+from tests.fakes.anthropic_server import FakeAnthropic, Scripted, bash, text
+from tests.fakes.claude_offline import OFFLINE_ENV, claude_binary
+
 from .uirig import CHROMEDRIVER, CHROMIUM, Daemon, Page, chromium, free_port, wait_for
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
-                                reason="needs Debian's chromium and chromium-driver (.ci/run installs them)")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
+                       reason="needs Debian's chromium and chromium-driver (.ci/run installs them)"),
+    pytest.mark.timeout(240),  # a browser, a daemon and the CLI on two shared cores
+]
 
 
 @pytest.fixture(scope="module")
@@ -302,3 +310,51 @@ def test_the_transcript_applies_each_seq_once_and_reports_gaps(driver: WebDriver
                                 "duplicate"],
                         "applied": [1, 2, 3, 4], "text": "x1 x2 x3 x4 "}
     assert page.js("return window.corral.transcript.sessionId") is None
+
+
+@contextmanager
+def fake_anthropic(*script: Scripted) -> Iterator[int]:
+    """The fake Anthropic server of ``tests.fakes`` in a thread of its own; yields its port."""
+    ready: queue.Queue[tuple[int, trio.CancelScope, trio.lowlevel.TrioToken]] = queue.Queue()
+    server = FakeAnthropic(script)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(server.serve)
+            ready.put((port, nursery.cancel_scope, trio.lowlevel.current_trio_token()))
+
+    thread = threading.Thread(target=trio.run, args=(main,), daemon=True)
+    thread.start()
+    port, scope, token = ready.get(timeout=30)
+    try:
+        yield port
+    finally:
+        trio.from_thread.run_sync(scope.cancel, trio_token=token)
+        thread.join(30)
+
+
+@pytest.mark.vendor
+@pytest.mark.skipif(claude_binary() is None, reason="Claude Code is not installed")
+def test_a_claude_session_streams_and_asks_in_the_page(driver: WebDriver, daemon: Daemon, tmp_path: Path) -> None:
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    script = [bash("echo made-by-claude > made.txt"), text("Made made.txt for you.")]
+    with fake_anthropic(*script) as port:
+        env = {**OFFLINE_ENV, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+               "ANTHROPIC_API_KEY": "test-key", "HOME": str(home)}
+        args = [f"--env={k}={v}" for k, v in env.items()]
+        sid = daemon.cli("new", "--harness", "claude", "--cwd", str(work), "--name", "claude",
+                         "--permissions", "ask", f"--option=binary={claude_binary()}",
+                         f"--option=home={home / '.claude'}", *args).splitlines()[0]
+        page = logged_in(driver, daemon)
+        page.select(sid)
+        page.prompt("make a file")
+        wait_for(lambda: page.all("#permissions button[data-decision=allow]"), 90, what="Claude's question")
+        page.find("#permissions button[data-decision=allow]").click()
+        page.wait_text("Made made.txt for you.", timeout=90)
+        page.wait_text("turn done (end_turn)")
+        assert (work / "made.txt").read_text() == "made-by-claude\n"
+        assert "exec · Bash · completed" in page.content("#transcript")
+        page.screenshot("ui-claude")
+        daemon.cli("close", sid)
