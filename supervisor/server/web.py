@@ -193,10 +193,11 @@ class Prefixed(trio.abc.Stream):
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         if self._prefix:
             size = len(self._prefix) if max_bytes is None else max_bytes
-            data, self._prefix = self._prefix[:size], self._prefix[size:]
+            head, self._prefix = self._prefix[:size], self._prefix[size:]
             await trio.lowlevel.checkpoint()
-            return data
-        return bytes(await self.stream.receive_some(max_bytes))
+            return head
+        data = await self.stream.receive_some(max_bytes)
+        return data if isinstance(data, bytes) else bytes(data)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self.stream.send_all(data)

@@ -109,6 +109,12 @@ def test_a_new_session_is_listed_and_a_streamed_turn_is_identical_in_two_tabs(
     sid = new_session(daemon, tmp_path, "alpha")
     wait_for(lambda: a.all(f'button[data-session-id="{sid}"]'), what="the new session in the list")
     assert "alpha" in a.text("#session-list") and "fake" in a.text("#session-list")
+    # The list refreshes every second in place: a row keeps its element and its focus.
+    row = a.find(f'button[data-session-id="{sid}"]')
+    a.js("arguments[0].focus()", row)
+    before = row.text
+    wait_for(lambda: row.text != before, what="a refresh of the list")
+    assert a.js("return document.activeElement === arguments[0]", row)
     a.select(sid)
     b = Page.open(driver, f"{daemon.base}/#{sid}")
     b.connected()

@@ -140,24 +140,56 @@ async function refresh() {
   }
 }
 
+// Rows are kept and updated in place (keyed by session id), never rebuilt: a focused or
+// hovered row survives the refresh, for the keyboard and the pointer alike.
+const rows = new Map(); // id -> {li, name, badge, ids, cwd, activity}
+
 function renderList() {
   const items = [...sessions.values()].sort((a, b) => b.info.created_at.localeCompare(a.info.created_at));
+  const list = $("session-list");
   $("no-sessions").hidden = items.length > 0;
-  $("session-list").replaceChildren(...items.map(({ info, changedAt }) => {
+  for (const [id, row] of rows) {
+    if (!sessions.has(id)) {
+      row.li.remove();
+      rows.delete(id);
+    }
+  }
+  let previous = null;
+  for (const { info, changedAt } of items) {
+    let row = rows.get(info.id);
+    if (row === undefined) {
+      row = newRow(info.id);
+      rows.set(info.id, row);
+    }
     const ws = info.workspace;
-    const button = el("button", {
-      type: "button", class: "session", "data-session-id": info.id,
-      "aria-current": info.id === selected ? "true" : null,
-    },
-    el("span", { class: "name" }, info.name || info.id),
-    el("span", { class: "badge", "data-state": info.state }, info.state),
-    el("span", { class: "meta" }, `${info.id} · ${info.harness} · ${info.model || "default"}`),
-    el("span", { class: "meta" }, info.cwd),
-    el("span", { class: "meta" }, `active ${ago(changedAt)} · ${info.restarts} restarts` +
-      (ws ? ` · ${ws.branch} (${ws.changed_files} files)` : "")));
-    button.addEventListener("click", () => select(info.id));
-    return el("li", {}, button);
-  }));
+    setText(row.name, info.name || info.id);
+    setText(row.badge, info.state);
+    row.badge.dataset.state = info.state;
+    setText(row.ids, `${info.id} · ${info.harness} · ${info.model || "default"}`);
+    setText(row.cwd, info.cwd);
+    setText(row.activity, `active ${ago(changedAt)} · ${info.restarts} restarts` +
+      (ws ? ` · ${ws.branch} (${ws.changed_files} files)` : ""));
+    if (info.id === selected) row.button.setAttribute("aria-current", "true");
+    else row.button.removeAttribute("aria-current");
+    const want = previous === null ? list.firstChild : previous.nextSibling;
+    if (row.li !== want) list.insertBefore(row.li, want);
+    previous = row.li;
+  }
+}
+
+function newRow(sessionId) {
+  const row = { name: el("span", { class: "name" }), badge: el("span", { class: "badge" }),
+                ids: el("span", { class: "meta" }), cwd: el("span", { class: "meta" }),
+                activity: el("span", { class: "meta" }) };
+  row.button = el("button", { type: "button", class: "session", "data-session-id": sessionId },
+    row.name, row.badge, row.ids, row.cwd, row.activity);
+  row.button.addEventListener("click", () => select(sessionId));
+  row.li = el("li", {}, row.button);
+  return row;
+}
+
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
 }
 
 function renderDaemon(status) {
