@@ -202,6 +202,14 @@ class WorkspaceDiscard(Request, tag="workspace.discard", kw_only=True, frozen=Tr
     force: bool = False
 
 
+class UiLoginCode(Request, tag="ui.login_code", kw_only=True, frozen=True):
+    """Mint a one-time login code for the browser UI (``corral ui``): valid 60 s, single use.
+
+    Served only to a connection that gave the token in ``hello``; the page trades the code for
+    a cookie of its own, so the daemon's token never reaches a browser.
+    """
+
+
 ClientRequest = (
     DaemonStatus
     | DaemonShutdown
@@ -224,6 +232,7 @@ ClientRequest = (
     | WorkspaceCommit
     | WorkspaceMerge
     | WorkspaceDiscard
+    | UiLoginCode
 )
 """Every request a client may send after the handshake."""
 
@@ -234,6 +243,7 @@ REQUEST_TYPES: dict[str, type[Request]] = {
         SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
         SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
         McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
+        UiLoginCode,
     )
 }
 
@@ -333,6 +343,14 @@ class CommitResult(Data, kw_only=True, frozen=True):
     commit: str
 
 
+class LoginCodeResult(Data, kw_only=True, frozen=True):
+    """``ui.login_code``: the ``code``, the page's ``url`` carrying it, and its lifetime."""
+
+    code: str
+    url: str
+    expires_in: float
+
+
 RESULT_TYPES: dict[str, type[Data]] = {
     "daemon.status": DaemonStatusResult,
     "daemon.shutdown": Empty,
@@ -355,6 +373,7 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "workspace.commit": CommitResult,
     "workspace.merge": CommitResult,
     "workspace.discard": Empty,
+    "ui.login_code": LoginCodeResult,
 }
 """The result shape of each method, for clients that decode ``ok.result``."""
 

@@ -35,6 +35,7 @@ from supervisor.client.api import RawEventFrame, open_client
 from supervisor.cli.daemonctl import DaemonRunner, run_foreground, start, status_report, stop
 from supervisor.cli.render import Renderer, harness_rows
 from supervisor.excgroup import lone_exception
+from supervisor.cli.ui import add_ui_command
 from supervisor.cli.workspaces import add_workspace_commands, ask
 from supervisor.statedir import resolve_state_dir
 
@@ -154,6 +155,7 @@ def build_parser(local: Sequence[LocalCommand] = ()) -> argparse.ArgumentParser:
     sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", type=_pair,
                      help="environment for the harness only (repeatable; never stored)")
     add_workspace_commands(command)
+    add_ui_command(command)
     sub = command("logs", _logs, "Print a session's events.")
     sub.add_argument("id", metavar="ID")
     sub.add_argument("--from", dest="from_seq", type=int, default=1, metavar="N")

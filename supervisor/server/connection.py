@@ -5,6 +5,10 @@ responses may come out of order, at most ``_MAX_IN_FLIGHT`` at once); one pump p
 that offers its session's feed to the core; and a writer that writes what the core hands out.
 A slow client only ever fills its own queue; the session is never blocked.
 
+Two requests are the server's own, not the application's: ``session.(un)subscribe`` (the pumps)
+and ``ui.login_code`` (a one-time code for the browser UI, minted by ``login_code`` and served
+only when the client gave the token in ``hello``, not to a page the UI's cookie let in).
+
 Ending. When the client leaves, the core closes the connection (a refused handshake, a client
 that stopped reading) or the connection is cancelled (its supervisor stops it: the daemon is
 stopping, after the sessions have run their close sequence), the reader, requests and pumps
@@ -28,8 +32,8 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 from wsproto.events import TextMessage
 
-from protocol.errors import BadHandshake, CorralError, ErrorCode
-from protocol.messages import ClientRequest, SessionSubscribe, SessionUnsubscribe
+from protocol.errors import BadHandshake, CorralError, ErrorCode, Unauthorized
+from protocol.messages import ClientRequest, LoginCodeResult, SessionSubscribe, SessionUnsubscribe, UiLoginCode
 from protocol.models import DaemonInfo
 
 from supervisor.server.connection_core import ConnectionCore, Offer, Phase, Subscription
@@ -72,8 +76,10 @@ class Connection:
     """One client's actor (see the module docstring)."""
 
     def __init__(self, ws: WebSocketConnection, backend: Backend, *, token: str, info: DaemonInfo,
-                 queue_size: int, handshake_timeout: float) -> None:
+                 queue_size: int, handshake_timeout: float, by_cookie: bool = False,
+                 login_code: Callable[[], LoginCodeResult] | None = None) -> None:
         self.ws = ws
+        self.login_code = login_code
         self.backend = backend
         self.handshake_timeout = handshake_timeout
         self._wake = trio.Event()
@@ -85,7 +91,7 @@ class Connection:
         self.aborted = False
         """Set by ``run`` when the client was cut off mid-write: its stream must be aborted."""
         self.core = ConnectionCore(f"c-{next(_ids)}", token=token, info=info, queue_size=queue_size,
-                                   on_change=self._changed)
+                                   on_change=self._changed, by_cookie=by_cookie)
         self.id = self.core.id
 
     async def run(self) -> None:
@@ -169,6 +175,11 @@ class Connection:
                     self.backend.feed(sid)  # unknown_session for an id that never existed
                     self._stop_pump(sid)
                     self.core.unsubscribe(request.id, sid)
+                case UiLoginCode():
+                    # Only the token mints codes: a page must not grow logins of its own.
+                    if not self.core.token_given or self.login_code is None:
+                        raise Unauthorized("ui.login_code needs the daemon's token in hello")
+                    self.core.answer(request.id, self.login_code())
                 case _:
                     result = await self.backend.handle(request, self.id)
                     await self._let_pump_catch_up(getattr(request, "session_id", None))

@@ -11,6 +11,8 @@ The rules it keeps (PROTOCOL.md, "Details clients rely on"):
 
 * The first frame must be a good ``hello`` with the token: ``welcome``, else one ``error`` with
   id null and the connection closes (``closing`` says how). Nothing else is served before.
+  A connection the browser UI's cookie authenticated (``by_cookie``) needs a well-formed
+  ``hello`` but not the token; ``token_given`` tells whether the token came anyway.
 * Every request gets exactly one ``ok`` or ``error``; a frame that cannot be decoded for any
   reason, binary frames included, is ``bad_request`` and the connection stays open.
 * The ``ok`` of ``session.subscribe`` is queued before any event of that subscription.
@@ -101,8 +103,11 @@ class ConnectionCore:
     """One client's protocol state; see the module docstring for the rules it keeps."""
 
     def __init__(self, connection_id: str, *, token: str, info: DaemonInfo, queue_size: int,
-                 hard_limit: int | None = None, on_change: Callable[[], None] = lambda: None) -> None:
+                 hard_limit: int | None = None, on_change: Callable[[], None] = lambda: None,
+                 by_cookie: bool = False) -> None:
         self.id = connection_id
+        self.by_cookie = by_cookie
+        self.token_given = False
         self.phase = Phase.HANDSHAKE
         self.closing: Closing | None = None
         self._token = token.encode()
@@ -121,7 +126,8 @@ class ConnectionCore:
             if isinstance(frame, bytes):
                 raise FrameError(BadHandshake("hello must be a JSON text frame"), None)
             hello = decode_hello(frame)
-            if not hmac.compare_digest(hello.token.encode(), self._token):
+            self.token_given = hmac.compare_digest(hello.token.encode(), self._token)
+            if not (self.token_given or self.by_cookie):
                 raise FrameError(Unauthorized("wrong or missing token"), None)
         except FrameError as exc:
             self.refuse(exc.error)

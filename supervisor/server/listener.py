@@ -1,5 +1,8 @@
 """The listener: accepts streams on TCP loopback and the Unix socket, one connection child each.
 
+Each stream's request head is read first (``web.read_head``): plain HTTP is the browser UI's
+(``web.Site``), an upgrade goes on to the websocket with the bytes read replayed.
+
 The daemon binds the sockets once at boot (``bind``) and keeps them for its whole life, so a
 restarted listener serves the very same port and ``daemon.json`` never goes stale. The listener
 owns no connection: for each accepted stream it asks the connection supervisor to start a
@@ -39,6 +42,8 @@ from protocol.messages import ErrorFrame
 from protocol.models import DaemonInfo
 from supervisor.server.connection import FLUSH_TIMEOUT, Backend, Connection
 from supervisor.server.gate import Gate
+from supervisor.server.logins import Logins
+from supervisor.server.web import Prefixed, Site, read_head
 from supervisor.tree import ChildSpec, RestartType, Supervisor
 
 __all__ = ["Sockets", "bind", "run_listener"]
@@ -81,7 +86,8 @@ async def run_listener(sockets: Sockets, connections: Supervisor, backend: Backe
                        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Accept until cancelled; each stream becomes a temporary child of ``connections``."""
     gate = Gate(sockets.port, extra_origins)
-    serving = _Serving(gate, backend, token, info, frame_limit, queue_size, handshake_timeout)
+    site = Site(gate, Logins(token))
+    serving = _Serving(gate, site, backend, token, info, frame_limit, queue_size, handshake_timeout)
 
     async def accept(stream: trio.abc.Stream, unix: bool) -> None:
         spec = ChildSpec(id=f"conn-{next(_ids)}", start=partial(serving.run, stream, unix),
@@ -117,9 +123,10 @@ async def _accept_loop(listener: trio.SocketListener, unix: bool,
 class _Serving:
     """Runs one accepted stream: the websocket upgrade behind the gate, then a ``Connection``."""
 
-    def __init__(self, gate: Gate, backend: Backend, token: str, info: DaemonInfo, frame_limit: int,
-                 queue_size: int, handshake_timeout: float) -> None:
+    def __init__(self, gate: Gate, site: Site, backend: Backend, token: str, info: DaemonInfo,
+                 frame_limit: int, queue_size: int, handshake_timeout: float) -> None:
         self.gate = gate
+        self.site = site
         self.backend = backend
         self.token = token
         self.info = info
@@ -130,6 +137,19 @@ class _Serving:
     async def run(self, stream: trio.abc.Stream, unix: bool, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        head = None
+        try:
+            with trio.move_on_after(self.handshake_timeout) as scope:
+                head = await read_head(stream)
+                if head is not None and not head.upgrade:
+                    await self.site.serve(stream, head, unix=unix)
+            if head is not None and head.upgrade and not scope.cancelled_caught:
+                await self._websocket(Prefixed(stream, head.raw), unix, scope.deadline)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(stream)
+
+    async def _websocket(self, stream: trio.abc.Stream, unix: bool, deadline: float) -> None:
         aborted = False
         try:
             async with trio.open_nursery() as nursery:
@@ -137,13 +157,14 @@ class _Serving:
                                  max_message_size=self.frame_limit)
                 nursery.start_soon(ws._reader_task)
                 try:
-                    accepted: WebSocketConnection | None = None
-                    with trio.move_on_after(self.handshake_timeout):
+                    accepted: tuple[WebSocketConnection, bool] | None = None
+                    with trio.move_on_at(deadline):
                         accepted = await self._upgrade(ws, unix)
                     if accepted is not None:
-                        connection = Connection(accepted, self.backend, token=self.token, info=self.info,
+                        connection = Connection(accepted[0], self.backend, token=self.token, info=self.info,
                                                 queue_size=self.queue_size,
-                                                handshake_timeout=self.handshake_timeout)
+                                                handshake_timeout=self.handshake_timeout,
+                                                by_cookie=accepted[1], login_code=self.site.login_code)
                         try:
                             await connection.run()
                         finally:
@@ -157,8 +178,9 @@ class _Serving:
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(stream)
 
-    async def _upgrade(self, ws: _Connection, unix: bool) -> WebSocketConnection | None:
-        """The upgraded connection, or ``None`` when the gate refused the request."""
+    async def _upgrade(self, ws: _Connection, unix: bool) -> tuple[WebSocketConnection, bool] | None:
+        """The upgraded connection and whether the UI's cookie authenticates it (from our own
+        page only), or ``None`` when the gate refused the request."""
         request = await ws._get_request()
         # wsproto keeps Host out of the extra headers; it is on the handshake event.
         host = str(getattr(getattr(request, "_event", None), "host", "") or "")
@@ -166,7 +188,8 @@ class _Serving:
         if reason is not None:
             await request.reject(403, body=reason.encode())
             return None
-        return await request.accept()
+        by_cookie = not unix and self.site.authorised(request.headers)
+        return await request.accept(), by_cookie
 
 
 async def _unix_listener(path: Path) -> trio.SocketListener:

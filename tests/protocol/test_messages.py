@@ -63,7 +63,7 @@ def test_request_methods_are_exactly_the_protocol_table() -> None:
         "session.interrupt", "session.permission", "session.set_model", "session.close",
         # additions beyond PROTOCOL.md's core table:
         "lsp.list", "session.resume", "mcp.list", "mcp.restart",
-        "workspace.diff", "workspace.commit", "workspace.merge", "workspace.discard",
+        "workspace.diff", "workspace.commit", "workspace.merge", "workspace.discard", "ui.login_code",
     }
     assert set(messages.RESULT_TYPES) == set(messages.REQUEST_TYPES)
 

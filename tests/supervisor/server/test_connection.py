@@ -17,7 +17,7 @@ import trio.testing
 from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream, wrap_server_stream
 
 from protocol.errors import UnknownSession
-from protocol.messages import ClientRequest, Empty, SessionClose
+from protocol.messages import ClientRequest, Empty, LoginCodeResult, SessionClose
 from protocol.models import DaemonInfo
 from supervisor.server.connection import FLUSH_TIMEOUT, Connection
 
@@ -91,8 +91,8 @@ class Wire:
 
 
 async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int = 64,
-                  lockstep: bool = False, writes: list[int] | None = None,
-                  ) -> tuple[Wire, trio.CancelScope, trio.Event]:
+                  lockstep: bool = False, writes: list[int] | None = None, by_cookie: bool = False,
+                  token: str = TOKEN) -> tuple[Wire, trio.CancelScope, trio.Event]:
     """A connection actor served in ``nursery`` and a greeted client; cancel the scope to stop it.
 
     ``writes`` (memory streams only) gets one entry per write the server makes to the stream.
@@ -115,7 +115,8 @@ async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int 
         request = await wrap_server_stream(nursery, server_stream)  # type: ignore[arg-type]
         ws = await request.accept()
         connection = Connection(ws, backend, token=TOKEN, info=DaemonInfo(version="0", pid=1),
-                                queue_size=16, handshake_timeout=10)
+                                queue_size=16, handshake_timeout=10, by_cookie=by_cookie,
+                                login_code=lambda: LoginCodeResult(code="c0de", url="u", expires_in=60))
         try:
             with scope:
                 await connection.run()
@@ -128,7 +129,7 @@ async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int 
     ws = await wrap_client_stream(nursery, client_stream, "localhost", "/v1",  # type: ignore[arg-type]
                                   message_queue_size=client_queue)
     wire = Wire(ws)
-    await wire.send(type="hello", protocol=1, token=TOKEN)
+    await wire.send(type="hello", protocol=1, token=token)
     assert (await wire.receive())["type"] == "welcome"
     return wire, scope, done
 
@@ -230,3 +231,19 @@ async def test_bad_frames_are_answered_and_the_connection_serves_on(
     await wire.send(type="session.subscribe", id=4, session_id="nope")
     assert (await wire.receive())["code"] == "unknown_session"
     scope.cancel()
+
+
+async def test_a_cookie_connection_needs_no_token_but_cannot_mint_login_codes(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    wire, _, _ = await connect(nursery, Backend(), by_cookie=True, token="")
+    await wire.send(type="ui.login_code", id=1)
+    assert (await wire.receive())["code"] == "unauthorized"
+    await wire.send(type="session.subscribe", id=2, session_id="s")
+    assert (await wire.receive())["result"] == {"last_seq": 0}
+
+
+async def test_a_token_connection_mints_login_codes(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    wire, _, _ = await connect(nursery, Backend())
+    await wire.send(type="ui.login_code", id=1)
+    assert (await wire.receive())["result"] == {"code": "c0de", "url": "u", "expires_in": 60}

@@ -255,3 +255,13 @@ def test_on_change_fires_for_output_room_and_closing() -> None:
     conn.answer(2, {})
     conn.answer(3, {})  # past the hard limit
     assert conn.closing is not None and len(calls) >= 5
+
+
+def test_a_cookie_connection_is_welcomed_without_the_token_and_knows_it() -> None:
+    conn = ConnectionCore("c-1", token=TOKEN, info=DaemonInfo(version="0", pid=1), queue_size=8,
+                          by_cookie=True)
+    assert conn.receive_hello(json.dumps({"type": "hello", "protocol": 1, "token": ""}))
+    assert out(conn)[0]["type"] == "welcome" and not conn.token_given
+    plain = core()
+    assert not plain.receive_hello(json.dumps({"type": "hello", "protocol": 1, "token": ""}))
+    assert out(plain)[0]["code"] == "unauthorized"
