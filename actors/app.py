@@ -28,6 +28,7 @@ from actors.lsp import LanguageServers, load_lsp_config
 from actors.native.config import decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native.forkservice import ForkServer
+from actors.native.runcli import add_commands as add_native_commands
 from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
@@ -73,7 +74,7 @@ from protocol.messages import (
 from protocol.models import SessionInfo, WorkspaceSpec
 from supervisor import __version__
 from supervisor.cli import commands
-from supervisor.config import LoadedConfig
+from supervisor.config import LoadedConfig, load_config
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
@@ -109,8 +110,17 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``corral`` console script."""
-    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config)
+    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config,
+                                 extra=lambda command: add_native_commands(command, _providers))
     return commands.main(argv, daemon=entry)
+
+
+def _providers(path: str | None) -> dict[str, Any]:
+    """The decoded ``[providers]`` tables of the config file (``corral run``/``probe``)."""
+    tables, warnings = decode_providers(load_config(Config, path).config.providers)
+    for warning in warnings:
+        log.warning("config: %s", warning)
+    return dict(tables)
 
 
 async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | None = None,

@@ -38,7 +38,11 @@ from supervisor.excgroup import lone_exception
 from supervisor.cli.workspaces import add_workspace_commands, ask
 from supervisor.statedir import resolve_state_dir
 
-__all__ = ["DaemonEntry", "build_parser", "main"]
+__all__ = ["CommandAdder", "DaemonEntry", "build_parser", "main"]
+
+CommandAdder = Callable[[str, Callable[[argparse.Namespace], int | None], str],
+                        argparse.ArgumentParser]
+"""Adds one subcommand (name, handler, help) to the parser and returns its parser."""
 
 
 class DaemonEntry(NamedTuple):
@@ -48,11 +52,13 @@ class DaemonEntry(NamedTuple):
     run: DaemonRunner
     module: str
     config: type[Struct]
+    extra: Callable[[CommandAdder], None] | None = None
+    """Adds the application's own commands (``corral run``, ``corral probe``) to the parser."""
 
 
 def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
     """Run one command; returns the exit code (the console script exits with it)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(daemon.extra).parse_args(argv)
     args.daemon_entry = daemon
     handler: Callable[[argparse.Namespace], int | None] = args.handler
     try:
@@ -63,8 +69,9 @@ def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
         return _report(exc)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line; ``--state-dir`` is accepted before and after the subcommand."""
+def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``--state-dir`` is accepted before and after the subcommand.
+    ``extra`` adds the application's commands."""
     common = _Parser(add_help=False)
     # SUPPRESS: a subcommand that was not given --state-dir must not erase one given before it.
     common.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS,
@@ -154,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_restart.add_argument("name", metavar="NAME")
     sub = command("protocol", _protocol, "Protocol tools (works without a daemon).")
     sub.add_argument("what", choices=("schema",), help="schema: the client protocol's JSON Schema")
+    if extra is not None:
+        extra(command)
     return parser
 
 
