@@ -139,7 +139,7 @@ async def run_once(llm: BaseLlm, prompt: str, *, cwd: str, tools: Sequence[str] 
         generate_content_config=types.GenerateContentConfig(
             max_output_tokens=limits.max_output_tokens),
         before_model_callback=state.before_model, after_model_callback=state.after_model)
-    sessions = InMemorySessionService()  # type: ignore[no-untyped-call]
+    sessions = InMemorySessionService()
     runner = Runner(app_name=_APP, agent=agent, session_service=sessions)
     session = await sessions.create_session(app_name=_APP, user_id=_USER,
                                             session_id=uuid.uuid4().hex)

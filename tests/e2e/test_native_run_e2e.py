@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ KEY = "sk-run-e2e-0123456789"
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def corral(tmp: Path, port: int, *args: str) -> trio.CompletedProcess[bytes]:
+async def corral(tmp: Path, port: int, *args: str) -> subprocess.CompletedProcess[bytes]:
     """``corral ARGS --config FILE`` with a config that points ``openai`` at the fake server."""
     config = tmp / "config.toml"
     config.write_text(f'[providers.openai]\nbase_url = "http://127.0.0.1:{port}/v1"\n')

@@ -7,6 +7,7 @@ one more call stops with the bound's outcome code and without running what was c
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from actors.native.oneshot import PING, PING_MARKER, RunLimits, RunResult, probe, run_once
 from tests.fakes.model_script import Call, Turn, call, fail, say
@@ -15,10 +16,15 @@ from tests.fakes.scripted_llm import ScriptedLlm
 from .workerkit import run
 
 
-def once(tmp: Path, steps: list, **kw: object) -> tuple[RunResult, ScriptedLlm]:
+def once(tmp: Path, steps: list[Any], **kw: object) -> tuple[RunResult, ScriptedLlm]:
     llm = ScriptedLlm(steps)
     result = run(lambda: run_once(llm, "do it", cwd=str(tmp), **kw))  # type: ignore[arg-type]
     return result, llm
+
+
+def declared(request: Any) -> list[str]:
+    """The tool names a recorded model request advertised."""
+    return [d.name for t in request.config.tools or [] for d in t.function_declarations]
 
 
 def test_a_run_returns_the_final_text_and_counts_calls(tmp_path: Path) -> None:
@@ -61,8 +67,7 @@ def test_tool_calls_over_the_limit_are_rejected_before_any_runs(tmp_path: Path) 
 def test_exactly_the_tools_asked_for(tmp_path: Path) -> None:
     result, llm = once(tmp_path, [say("fine")], tools=["read", "grep"])
     assert result.ok
-    declared = [d.name for t in llm.requests[0].config.tools for d in t.function_declarations]
-    assert sorted(declared) == ["grep", "read"]
+    assert sorted(declared(llm.requests[0])) == ["grep", "read"]
     none, llm = once(tmp_path, [say("fine")], tools=[])
     assert none.ok and not llm.requests[0].config.tools
     bad, _ = once(tmp_path, [say("x")], tools=["rm"])
@@ -105,8 +110,7 @@ def test_probe_succeeds_only_on_exactly_the_ping_call() -> None:
     result = run(lambda: probe(good))
     assert result.ok and result.usage.model_calls == 1
     request = good.requests[0]
-    declared = [d.name for t in request.config.tools for d in t.function_declarations]
-    assert declared == [PING] and request.config.max_output_tokens == 256
+    assert declared(request) == [PING] and request.config.max_output_tokens == 256
     for wrong in (say("pong"), call(PING, marker="other"), call("read", path="x"),
                   Turn(calls=[Call(name=PING, args={"marker": PING_MARKER})] * 2)):
         assert run(lambda: probe(ScriptedLlm([wrong]))).outcome == "tool_calling_unsupported"
