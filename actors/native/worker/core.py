@@ -32,6 +32,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
+from google.adk.tools.base_tool import BaseTool
 
 from actors.native.accounting import TurnAccount
 from actors.native.gate import Gate
@@ -43,6 +44,10 @@ from protocol.native import (
 )
 
 from .agent import APP_NAME, USER_ID, CodingTool, ModelSlot, build_app
+from .autonomy import (
+    INSTRUCTIONS, AutonomousRun, DoneBox, Ledger, ReportDone, continuation, ledger_path,
+    start_run,
+)
 from .events import EventMapper
 from .store import JsonlSessionService, StoreCorrupt, new_session_id
 from .turn import Turn
@@ -84,9 +89,11 @@ class Worker:
         self._models: list[BaseLlm] = []
         self._gate: Gate | None = None
         self._session_id = ""
-        self._turn: Turn | None = None
+        self._turn: Turn | AutonomousRun | None = None
+        self._done = DoneBox()
         self._task: asyncio.Task[None] | None = None
         self._queued: deque[str] = deque()
+        self._resume: str | None = None
         self.finished = asyncio.Event()
 
     @property
@@ -95,7 +102,7 @@ class Worker:
         return self._session_id
 
     @property
-    def turn(self) -> Turn | None:
+    def turn(self) -> Turn | AutonomousRun | None:
         """The running turn, if any."""
         return self._turn
 
@@ -164,15 +171,19 @@ class Worker:
         self._gate = Gate(start.permissions)
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
-        tools = [CodingTool(spec, workspace, self._gate) for spec in TOOLS]
+        tools: list[BaseTool] = [CodingTool(spec, workspace, self._gate) for spec in TOOLS]
         system = _SYSTEM.format(cwd=workspace.root)
         if start.instructions:
             system += "\n\n" + start.instructions
+        if start.autonomous is not None:
+            tools.append(ReportDone(self._done))
+            system += "\n\n" + INSTRUCTIONS.format(goal=start.autonomous.goal)
         app = build_app(self._slot, list(tools), instruction=lambda _ctx: system,
                         before_model=self._before_model, thinking=start.thinking)
         self._runner = Runner(app=app, session_service=store)
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
-                        tools=[spec.name for spec in TOOLS]))
+                        tools=[tool.name for tool in tools]))
+        self._resume_autonomous()
 
     async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
         wanted = start.session_id
@@ -201,13 +212,34 @@ class Worker:
                 or store is None or gate is None:
             return
         kinds = {spec.name: spec.kind for spec in TOOLS}
-        turn = Turn(self._queued.popleft(), runner=runner, session_id=self._session_id,
-                    store=store, mapper=EventMapper(kinds), gate=gate,
-                    account=TurnAccount(start.prices), emit=self._emit)
+
+        def make(text: str, emit: Callable[[Event], None]) -> Turn:
+            return Turn(text, runner=runner, session_id=self._session_id, store=store,
+                        mapper=EventMapper(kinds), gate=gate, account=TurnAccount(start.prices),
+                        emit=emit)
+
+        text = self._queued.popleft()
+        turn: Turn | AutonomousRun = make(text, self._emit)
+        if start.autonomous is not None:
+            turn = start_run(text, autonomy=start.autonomous, store_dir=start.store_dir,
+                             session_id=self._session_id, box=self._done, make_turn=make,
+                             emit=self._emit, resuming=text == self._resume)
+            self._resume = None
         self._turn = turn
         self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
 
-    async def _run_turn(self, turn: Turn) -> None:
+    def _resume_autonomous(self) -> None:
+        """A run a dead worker left unfinished (its ledger has no stop reason) goes on now."""
+        start = self._start
+        if start is None or start.autonomous is None:
+            return
+        ledger = Ledger.load(ledger_path(start.store_dir, self._session_id))
+        if ledger is not None and ledger.stop_reason is None:
+            self._resume = continuation(start.autonomous, ledger)
+            self._queued.append(self._resume)
+            self._next_turn()
+
+    async def _run_turn(self, turn: Turn | AutonomousRun) -> None:
         try:
             await turn.run()
         finally:
