@@ -29,6 +29,7 @@ from actors.native.config import decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native.forkservice import ForkServer
 from actors.native.runcli import add_commands as add_native_commands
+from actors.native.translate import autonomy as native_autonomy
 from actors.mcp.wiring import McpParts, mcp_parts
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
@@ -208,6 +209,8 @@ class App:
                           shutdown=self.config.daemon.shutdown_timeout + 5)]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
+        if isinstance(request, SessionCreate) and request.prompt is None:
+            request = _goal_as_prompt(request)
         match request:
             case DaemonStatus():
                 return DaemonStatusResult(
@@ -329,6 +332,15 @@ _BRIDGED = frozenset({"unknown key 'lsp' ignored", "unknown key 'workspaces' ign
 and ``load_workspaces_config``) until the config root does."""
 
 _NO_WORKSPACE = WorkspaceSpec()
+
+
+def _goal_as_prompt(request: SessionCreate) -> SessionCreate:
+    """A native autonomous session created without a prompt starts with its goal (the first
+    user message of the run); a bad ``options.autonomous`` is refused here."""
+    if request.harness != "native" or not request.options:
+        return request
+    settings = native_autonomy(request.options)
+    return request if settings is None else msgspec.structs.replace(request, prompt=settings.goal)
 
 
 def _mcp_gate(config: Config) -> Any:

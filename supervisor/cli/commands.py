@@ -115,6 +115,10 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
                      help="environment for the harness only (repeatable; never stored)")
     sub.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=_pair,
                      help="harness option; VALUE is JSON or else a string (repeatable)")
+    sub.add_argument("--goal", metavar="TEXT", help="native: an autonomous run toward TEXT (its "
+                                                    "first prompt), until done or out of budget")
+    sub.add_argument("--max-turns", type=int, metavar="N",
+                     help="with --goal: the most turns the run takes (default 20)")
     sub.add_argument("--worktree", action="store_true",
                      help="run in a new git worktree of the repository that contains the cwd")
     sub.add_argument("--base", metavar="REF", help="with --worktree: the commit to branch from "
@@ -223,10 +227,18 @@ def _new(args: argparse.Namespace) -> None:
     if (args.base or args.branch) and not args.worktree:
         build_parser().error("--base and --branch need --worktree")
     workspace = WorkspaceSpec(mode="worktree", base=args.base, branch=args.branch) if args.worktree else None
+    options = {key: _json_or_text(value) for key, value in args.option}
+    if args.max_turns is not None and args.goal is None:
+        build_parser().error("--max-turns needs --goal")
+    if args.goal is not None:
+        autonomous = dict(options.get("autonomous") or {}, goal=args.goal)
+        if args.max_turns is not None:
+            autonomous["max_turns"] = args.max_turns
+        options["autonomous"] = autonomous
     request = SessionCreate(
         id=0, harness=args.harness, cwd=str(Path(args.cwd or os.getcwd()).absolute()), name=args.name,
         model=args.model, prompt=args.prompt, permissions=permissions, env=dict(args.env) or None,
-        options={key: _json_or_text(value) for key, value in args.option} or None, workspace=workspace)
+        options=options or None, workspace=workspace)
     print(ask(_state(args), request, SessionResult).session.id, flush=True)
 
 
