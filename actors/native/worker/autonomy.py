@@ -246,10 +246,11 @@ class AutonomousRun:
                 task.cancel()
         self._inner = None
         self._ledger.turns += 1
-        result = self._inner_result
-        if result is not None:
-            self._add(result)
-        return timed_out or result is None or result.is_error
+        result: Result | None = self._inner_result
+        if result is None:
+            return True
+        self._add(result)
+        return timed_out or result.is_error
 
     def _capture(self, event: Event) -> None:
         if isinstance(event, Result):

@@ -13,8 +13,9 @@ import msgspec
 from actors.native.worker.autonomy import REPORT_DONE, ledger_path
 from protocol.events import Checkpoint, Event, Result, User
 from protocol.native import Autonomy, Price
-from tests.fakes.model_script import call, fail, say
+from tests.fakes.model_script import call, fail, hang, say
 
+from .test_oneshot import declared
 from .workerkit import WorkerRig, is_, result, run, texts
 
 
@@ -61,8 +62,7 @@ def test_report_done_completes_the_run(tmp_path: Path) -> None:
     final = result(events)
     assert final.stop_reason == "completed"
     assert len(rig.llm.requests) == 3 and checkpoints(events)[-1].done
-    assert REPORT_DONE in [d.name for t in rig.llm.requests[0].config.tools or []
-                           for d in t.function_declarations or []]
+    assert REPORT_DONE in declared(rig.llm.requests[0])
 
 
 def test_token_budgets_stop_once_reached(tmp_path: Path) -> None:
@@ -99,8 +99,6 @@ def test_turn_errors_abort_skip_or_retry(tmp_path: Path) -> None:
 
 
 def test_interrupt_stops_the_run(tmp_path: Path) -> None:
-    from tests.fakes.model_script import hang
-
     async def body() -> list[Event]:
         async with autonomous(tmp_path, [say("one"), hang()], max_turns=5) as rig:
             await rig.prompt("tidy up")
@@ -123,7 +121,8 @@ def test_a_new_worker_resumes_from_the_last_checkpoint(tmp_path: Path) -> None:
         task = rig.worker._task
         assert task is not None
         task.cancel()
-        return checkpoints(marks)[-1].usage.input_tokens and rig.worker.session_id
+        assert checkpoints(marks)[-1].usage.input_tokens == 40
+        return rig.worker.session_id
 
     session_id = run(first)
     store = tmp_path / "store"

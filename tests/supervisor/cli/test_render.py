@@ -7,6 +7,7 @@ import re
 
 from protocol.events import (
     Assistant,
+    Checkpoint,
     Error,
     Exit,
     Permission,
@@ -119,3 +120,10 @@ def test_short_cuts_and_flattens() -> None:
     assert short("x" * 200, 10) == "x" * 9 + "…"
     assert short(None) == ""
     assert short({"a": [1, 2]}) == '{"a": [1, 2]}'
+
+
+def test_a_checkpoint_is_one_line_with_its_turn_and_tokens() -> None:
+    usage = Usage(input_tokens=40, output_tokens=9)
+    assert describe(Checkpoint(turn=2, usage=usage)) == "· checkpoint after turn 2 (in 40 / out 9 tokens)"
+    assert describe(Checkpoint(turn=3, usage=usage, stop_reason="completed")).endswith(": completed")
+    assert describe(Checkpoint(turn=1, resumed=True)).startswith("· checkpoint resumed at turn 1")
