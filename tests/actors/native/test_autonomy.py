@@ -142,3 +142,22 @@ def test_a_new_worker_resumes_from_the_last_checkpoint(tmp_path: Path) -> None:
     assert len(rig.llm.requests) == 2
     # the resumed model call carries the earlier turns
     assert "one" in " ".join(texts(rig.llm.requests[0]))
+
+
+def test_a_turn_past_its_timeout_is_interrupted_and_counts_as_a_turn_error(
+        tmp_path: Path) -> None:
+    # Real (short) time: the timeout is asyncio's, and the hanging model call never ends by
+    # itself, so a missing timeout fails the test by its overall bound, not by luck.
+    (tmp_path / "skip").mkdir()
+    events, rig = go(tmp_path / "skip", [hang(), say("two")], max_turns=2,
+                     per_turn_timeout_s=0.2, on_turn_error="skip")
+    assert result(events).stop_reason == "max_turns_exceeded" and len(rig.llm.requests) == 2
+    assert rig.llm.cancelled == 1
+    (tmp_path / "abort").mkdir()
+    events, _ = go(tmp_path / "abort", [hang()], per_turn_timeout_s=0.2)
+    assert (result(events).stop_reason, result(events).is_error) == ("turn_error", True)
+    (tmp_path / "wall").mkdir()
+    events, _ = go(tmp_path / "wall", [say("one"), hang()], max_wallclock_s=0.5,
+                   on_turn_error="skip")
+    assert result(events).stop_reason == "wallclock_exceeded"
+    assert [c.turn for c in checkpoints(events)] == [1, 2]
