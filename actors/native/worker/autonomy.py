@@ -244,6 +244,7 @@ class AutonomousRun:
         finally:
             if not task.done():
                 task.cancel()
+            self._steers.extend(inner.leftover())  # steered after its end: not lost
         self._inner = None
         self._ledger.turns += 1
         result: Result | None = self._inner_result

@@ -219,8 +219,10 @@ class Worker:
                         emit=emit)
 
         text = self._queued.popleft()
-        turn: Turn | AutonomousRun = make(text, self._emit)
-        if start.autonomous is not None:
+        turn: Turn | AutonomousRun
+        if start.autonomous is None:
+            turn = make(text, self._emit)
+        else:
             turn = start_run(text, autonomy=start.autonomous, store_dir=start.store_dir,
                              session_id=self._session_id, box=self._done, make_turn=make,
                              emit=self._emit, resuming=text == self._resume)

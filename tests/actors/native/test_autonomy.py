@@ -161,3 +161,17 @@ def test_a_turn_past_its_timeout_is_interrupted_and_counts_as_a_turn_error(
                    on_turn_error="skip")
     assert result(events).stop_reason == "wallclock_exceeded"
     assert [c.turn for c in checkpoints(events)] == [1, 2]
+
+
+def test_a_steer_reaches_the_running_inner_turn(tmp_path: Path) -> None:
+    async def body() -> tuple[list[Event], WorkerRig]:
+        async with autonomous(tmp_path, [hang("working"), say("with pears")], max_turns=2) as rig:
+            await rig.prompt("tidy up")
+            await rig.wait_for(lambda: len(rig.llm.requests) == 1)
+            await rig.steer("mention pears")
+            rig.llm.release()
+            return await rig.until(is_(Result)), rig
+    events, rig = run(body)
+    assert result(events).stop_reason == "max_turns_exceeded"
+    assert "mention pears" in texts(rig.llm.requests[1])
+    assert [c.turn for c in checkpoints(events)] == [1, 2]
