@@ -32,8 +32,8 @@ from protocol.errors import BadRequest, ProtocolError, SessionBusy, UnknownPermi
 from protocol.events import Checkpoint, Decision, Init, Permission, PermissionDecided, Result
 from protocol.framing import LengthPrefixFramer
 from protocol.native import (
-    Autonomy, Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
-    decode_event, encode_command,
+    Autonomy, Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown,
+    Start, Steer, decode_event, encode_command,
 )
 
 from .config import ModelSpecError, ProviderTable, resolve
