@@ -170,7 +170,8 @@ async def probe(llm: BaseLlm, *, max_output_tokens: int = 256) -> RunResult:
                                 "properties": {"marker": {"type": "string"}},
                                 "additionalProperties": False})
     request = LlmRequest(
-        model=llm.model, contents=[types.Content(role="user", parts=[types.Part(text=_PROBE_PROMPT)])],
+        model=llm.model,
+        contents=[types.Content(role="user", parts=[types.Part(text=_PROBE_PROMPT)])],
         config=types.GenerateContentConfig(max_output_tokens=max_output_tokens,
                                            tools=[types.Tool(function_declarations=[declaration])]))
     usage = RunUsage(model_calls=1)
@@ -190,7 +191,8 @@ async def probe(llm: BaseLlm, *, max_output_tokens: int = 256) -> RunResult:
     parts = final.content.parts if final.content and final.content.parts else []
     calls = [p.function_call for p in parts if p.function_call is not None]
     text = "".join(p.text for p in parts if p.text and not p.thought)
-    if len(calls) == 1 and calls[0].name == PING and (calls[0].args or {}) == {"marker": PING_MARKER}:
+    exact = len(calls) == 1 and calls[0].name == PING
+    if exact and (calls[0].args or {}) == {"marker": PING_MARKER}:
         return RunResult(text=text, usage=usage)
     if final.finish_reason == types.FinishReason.MAX_TOKENS and not calls:
         return RunResult(text=text, outcome="output_truncated", usage=usage,
