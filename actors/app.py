@@ -33,6 +33,8 @@ from actors.native.config import NativeConfig, decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native import skillscmd
 from actors.native.forkservice import ForkServer
+from actors.native.runcli import add_commands as add_native_commands
+from actors.native.translate import autonomy as native_autonomy
 from actors.native.services import DaemonServices
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig
@@ -117,9 +119,14 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``corral`` console script."""
-    local = [commands.LocalCommand("skills", skillscmd.HELP, skillscmd.add_arguments, _skills)]
-    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config, local=local)
+    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config, extra=_commands)
     return commands.main(argv, daemon=entry)
+
+
+def _commands(command: commands.CommandAdder) -> None:
+    """The application's own commands, run in the CLI's process: run, probe, skills."""
+    add_native_commands(command, _providers)
+    skillscmd.add_arguments(command("skills", _skills, skillscmd.HELP))
 
 
 def _skills(args: argparse.Namespace) -> int:
@@ -129,6 +136,14 @@ def _skills(args: argparse.Namespace) -> int:
         print(f"corral: config: {warning}", file=sys.stderr)
     return skillscmd.run(skillscmd.cwd_of(args), loaded.config.native.context(), os.environ,
                          as_json=args.json, out=sys.stdout, err=sys.stderr)
+
+
+def _providers(path: str | None) -> dict[str, Any]:
+    """The decoded ``[providers]`` tables of the config file (``corral run``/``probe``)."""
+    tables, warnings = decode_providers(load_config(Config, path).config.providers)
+    for warning in warnings:
+        log.warning("config: %s", warning)
+    return dict(tables)
 
 
 async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | None = None,
@@ -224,6 +239,8 @@ class App:
                           shutdown=self.config.daemon.shutdown_timeout + 5)]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
+        if isinstance(request, SessionCreate) and request.prompt is None:
+            request = _goal_as_prompt(request)
         match request:
             case DaemonStatus():
                 return DaemonStatusResult(
@@ -340,6 +357,15 @@ _BRIDGED = frozenset({"unknown key 'workspaces' ignored"})
 the config root does."""
 
 _NO_WORKSPACE = WorkspaceSpec()
+
+
+def _goal_as_prompt(request: SessionCreate) -> SessionCreate:
+    """A native autonomous session created without a prompt starts with its goal (the first
+    user message of the run); a bad ``options.autonomous`` is refused here."""
+    if request.harness != "native" or not request.options:
+        return request
+    settings = native_autonomy(request.options)
+    return request if settings is None else msgspec.structs.replace(request, prompt=settings.goal)
 
 
 def _mcp_gate(config: Config) -> Any:

@@ -106,6 +106,19 @@ class Result(Message, tag="result", kw_only=True, frozen=True):
     duration_ms: int | None = None
 
 
+class Checkpoint(Message, tag="checkpoint", kw_only=True, frozen=True):
+    """A turn of an autonomous run ended (or a restarted worker resumed from the last one):
+    the turns done and the budgets spent so far; ``stop_reason`` is set on the last one."""
+
+    turn: int
+    usage: Usage = Usage()
+    cost_usd: float | None = None
+    elapsed_s: float = 0.0
+    done: bool = False
+    resumed: bool = False
+    stop_reason: str | None = None
+
+
 class Error(Message, tag="error", kw_only=True, frozen=True):
     """A failure the session or harness reported, classified with a stable code."""
 
@@ -185,10 +198,11 @@ Event = (
     | Restarted
     | Exit
     | Workspace
+    | Checkpoint
 )
 """Every normalized event kind, discriminated by ``type``."""
 
 EVENT_TYPES: tuple[type[Message], ...] = (
     Init, Assistant, Thought, User, Tool, Permission, PermissionDecided,
-    Result, Error, UsageReport, Limits, Status, Restarted, Exit, Workspace,
+    Result, Error, UsageReport, Limits, Status, Restarted, Exit, Workspace, Checkpoint,
 )

@@ -28,9 +28,10 @@ defaults on the wire; events encode every field (as everywhere).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 from .events import Decision, Event
 from .models import Permissions
@@ -40,6 +41,7 @@ __all__ = [
     "Answer",
     "Ask",
     "AskDiagnostics",
+    "Autonomy",
     "CallMcpTool",
     "Command",
     "Decide",
@@ -105,6 +107,22 @@ class Price(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=Tru
     cache_write: float | None = None
 
 
+class Autonomy(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """``options.autonomous`` of a native session: the goal and the budgets of a run that goes on
+    turn after turn until the model calls ``report_done`` or a budget is spent. Every budget is
+    checked after each turn and stops the run once reached (``None``: no such budget); the
+    wallclock and per-turn timeout also interrupt a turn that outlives them."""
+
+    goal: str
+    max_turns: Annotated[int, Meta(ge=1)] = 20
+    max_input_tokens: Annotated[int, Meta(ge=1)] | None = None
+    max_output_tokens: Annotated[int, Meta(ge=1)] | None = None
+    max_cost_usd: Annotated[float, Meta(gt=0)] | None = None
+    max_wallclock_s: Annotated[float, Meta(gt=0)] | None = None
+    per_turn_timeout_s: Annotated[float, Meta(gt=0)] | None = None
+    on_turn_error: Literal["abort", "retry", "skip"] = "abort"
+
+
 class _Command(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_defaults=True):
     """Base of every daemon → worker frame."""
 
@@ -135,6 +153,8 @@ class Start(_Command, tag="start", kw_only=True, frozen=True):
     """The daemon answers asks: offer the session's MCP tools and ``diagnostics``, and decorate
     ``write``/``edit`` results with diagnostics. ``False`` (a worker run without a daemon):
     the coding tools alone, and the worker sends no ask."""
+    autonomous: Autonomy | None = None
+    """Run each prompt as an autonomous run (``actors.native.worker.autonomy``)."""
 
 
 class Prompt(_Command, tag="prompt", kw_only=True, frozen=True):

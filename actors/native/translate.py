@@ -9,10 +9,12 @@ The worker already speaks corral's event model, so translating is mostly bookkee
   there (found by the driver's ``find_store``), tool limits (``options.limits``), instructions,
   ``options.thinking``, the price table, the ``[native]`` context settings (instruction files,
   skills), the active tool set (``options.tools``, a list of tool names: the only tools the
-  model sees; kept in the session's options, so a restart or resume keeps it) and whether the
-  daemon answers asks (``daemon_tools``);
+  model sees; kept in the session's options, so a restart or resume keeps it), whether the
+  daemon answers asks (``daemon_tools``) and ``options.autonomous`` (``protocol.native.Autonomy``,
+  checked here: a bad table is the caller's ``bad_request``);
 * ``init`` makes the translator ``ready`` and gives the ``vendor_session_id``; ``result`` ends
-  the turn; ``permission`` ids are remembered until decided, interrupted or the turn ends;
+  the turn; a ``checkpoint {resumed}`` (a restarted worker went on with an autonomous run)
+  starts one; ``permission`` ids are remembered until decided, interrupted or the turn ends;
 * commands become their frames: ``prompt``, ``steer`` (only while a turn runs: otherwise
   ``None`` and the session holds the prompt), ``interrupt``, ``permission_decision``,
   ``set_model`` (resolved here, so a bad model is the caller's ``bad_request``), ``shutdown``.
@@ -30,17 +32,17 @@ import msgspec
 
 from actors.harness import HarnessRequest, Output, Send
 from protocol.errors import BadRequest, ProtocolError, SessionBusy, UnknownPermission
-from protocol.events import Decision, Init, Permission, PermissionDecided, Result
+from protocol.events import Checkpoint, Decision, Init, Permission, PermissionDecided, Result
 from protocol.framing import LengthPrefixFramer
 from protocol.native_context import ContextSettings
 from protocol.native import (
-    Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
-    decode_event, encode_command, is_ask,
+    Autonomy, Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown,
+    Start, Steer, decode_event, encode_command, is_ask,
 )
 
 from .config import ModelSpecError, ProviderTable, resolve
 
-__all__ = ["NativeTranslator", "StoreFinder", "store_dir"]
+__all__ = ["NativeTranslator", "StoreFinder", "autonomy", "store_dir"]
 
 StoreFinder = Callable[[str], str | None]
 """Native session id → the store file of an earlier corral session that holds it, if any."""
@@ -69,6 +71,7 @@ class NativeTranslator:
         self._limits = _table(request.options, "limits")
         self._context = context
         self._tools = _names(request.options, "tools")
+        self._autonomy = autonomy(request.options)
         self._prices = dict(prices)
         self._find_store = find_store
         self._daemon_tools = daemon_tools
@@ -102,7 +105,7 @@ class NativeTranslator:
             resume_path=resume_path, instructions=request.instructions,
             thinking=options.get("thinking") is True, limits=self._limits,
             prices=self._prices, context=self._context, tools=self._tools,
-            daemon_tools=self._daemon_tools))]
+            daemon_tools=self._daemon_tools, autonomous=self._autonomy))]
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
         """One event from the worker; ``ProtocolError`` for a frame that is not one. An ask
@@ -120,6 +123,8 @@ class NativeTranslator:
             case Result():
                 self._turn = False
                 self._open.clear()
+            case Checkpoint(resumed=True):
+                self._turn = True
             case Permission(permission_id=pid):
                 self._open.add(pid)
             case PermissionDecided(permission_id=pid):
@@ -176,6 +181,17 @@ class NativeTranslator:
 
     def _send(self, command: Command) -> Send:
         return Send(data=self._framer.encode(encode_command(command)))
+
+
+def autonomy(options: Mapping[str, Any]) -> Autonomy | None:
+    """``options.autonomous`` as an ``Autonomy``, ``None`` without one; ``BadRequest`` if bad."""
+    value = options.get("autonomous")
+    if value is None:
+        return None
+    try:
+        return msgspec.convert(value, Autonomy)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"options.autonomous: {exc}") from None
 
 
 def _table(options: Mapping[str, Any], key: str) -> dict[str, Any]:

@@ -39,17 +39,11 @@ from supervisor.cli.ui import add_ui_command
 from supervisor.cli.workspaces import add_workspace_commands, ask
 from supervisor.statedir import resolve_state_dir
 
-__all__ = ["DaemonEntry", "LocalCommand", "build_parser", "main"]
+__all__ = ["CommandAdder", "DaemonEntry", "build_parser", "main"]
 
-
-class LocalCommand(NamedTuple):
-    """A command the application adds that runs in this process, without a daemon: its name,
-    help, a function adding its arguments, and its handler (returns the exit code)."""
-
-    name: str
-    help: str
-    arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int | None]
+CommandAdder = Callable[[str, Callable[[argparse.Namespace], int | None], str],
+                        argparse.ArgumentParser]
+"""Adds one subcommand (name, handler, help) to the parser and returns its parser."""
 
 
 class DaemonEntry(NamedTuple):
@@ -60,12 +54,13 @@ class DaemonEntry(NamedTuple):
     run: DaemonRunner
     module: str
     config: type[Struct]
-    local: Sequence[LocalCommand] = ()
+    extra: Callable[[CommandAdder], None] | None = None
+    """Adds the application's own commands (``corral run``, ``corral probe``) to the parser."""
 
 
 def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
     """Run one command; returns the exit code (the console script exits with it)."""
-    args = build_parser(daemon.local).parse_args(argv)
+    args = build_parser(daemon.extra).parse_args(argv)
     args.daemon_entry = daemon
     handler: Callable[[argparse.Namespace], int | None] = args.handler
     try:
@@ -76,8 +71,9 @@ def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
         return _report(exc)
 
 
-def build_parser(local: Sequence[LocalCommand] = ()) -> argparse.ArgumentParser:
-    """The whole command line; ``--state-dir`` is accepted before and after the subcommand."""
+def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``--state-dir`` is accepted before and after the subcommand.
+    ``extra`` adds the application's commands."""
     common = _Parser(add_help=False)
     # SUPPRESS: a subcommand that was not given --state-dir must not erase one given before it.
     common.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS,
@@ -121,6 +117,10 @@ def build_parser(local: Sequence[LocalCommand] = ()) -> argparse.ArgumentParser:
                      help="environment for the harness only (repeatable; never stored)")
     sub.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=_pair,
                      help="harness option; VALUE is JSON or else a string (repeatable)")
+    sub.add_argument("--goal", metavar="TEXT", help="native: an autonomous run toward TEXT (its "
+                                                    "first prompt), until done or out of budget")
+    sub.add_argument("--max-turns", type=int, metavar="N",
+                     help="with --goal: the most turns the run takes (default 20)")
     sub.add_argument("--worktree", action="store_true",
                      help="run in a new git worktree of the repository that contains the cwd")
     sub.add_argument("--base", metavar="REF", help="with --worktree: the commit to branch from "
@@ -169,8 +169,8 @@ def build_parser(local: Sequence[LocalCommand] = ()) -> argparse.ArgumentParser:
     mcp_restart.add_argument("name", metavar="NAME")
     sub = command("protocol", _protocol, "Protocol tools (works without a daemon).")
     sub.add_argument("what", choices=("schema",), help="schema: the client protocol's JSON Schema")
-    for extra in local:
-        extra.arguments(command(extra.name, extra.run, extra.help))
+    if extra is not None:
+        extra(command)
     return parser
 
 
@@ -231,10 +231,18 @@ def _new(args: argparse.Namespace) -> None:
     if (args.base or args.branch) and not args.worktree:
         build_parser().error("--base and --branch need --worktree")
     workspace = WorkspaceSpec(mode="worktree", base=args.base, branch=args.branch) if args.worktree else None
+    options = {key: _json_or_text(value) for key, value in args.option}
+    if args.max_turns is not None and args.goal is None:
+        build_parser().error("--max-turns needs --goal")
+    if args.goal is not None:
+        autonomous = dict(options.get("autonomous") or {}, goal=args.goal)
+        if args.max_turns is not None:
+            autonomous["max_turns"] = args.max_turns
+        options["autonomous"] = autonomous
     request = SessionCreate(
         id=0, harness=args.harness, cwd=str(Path(args.cwd or os.getcwd()).absolute()), name=args.name,
         model=args.model, prompt=args.prompt, permissions=permissions, env=dict(args.env) or None,
-        options={key: _json_or_text(value) for key, value in args.option} or None, workspace=workspace)
+        options=options or None, workspace=workspace)
     print(ask(_state(args), request, SessionResult).session.id, flush=True)
 
 

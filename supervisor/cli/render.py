@@ -20,6 +20,7 @@ from typing import Any, Literal, TextIO
 from protocol.models import Detection
 from protocol.events import (
     Assistant,
+    Checkpoint,
     Error,
     Event,
     Exit,
@@ -183,6 +184,11 @@ def describe(event: Event, *, color: bool = False) -> str:
             return dim(f"· limits: {', '.join(parts) or 'none'}")
         case Workspace(state=state, branch=branch, path=path, changed_files=changed):
             return dim(f"· worktree {state}: {branch} at {path} ({changed} changed file(s))")
+        case Checkpoint(turn=turn, usage=usage, stop_reason=stop, resumed=resumed):
+            how = "resumed at" if resumed else "after"
+            end = f": {stop}" if stop else ""
+            return dim(f"· checkpoint {how} turn {turn} (in {usage.input_tokens} / out "
+                       f"{usage.output_tokens} tokens){end}")
         case Assistant(text=text) | Thought(text=text):
             return text
 

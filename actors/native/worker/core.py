@@ -38,6 +38,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
+from google.adk.tools.base_tool import BaseTool
 
 from actors.native.accounting import TurnAccount
 from actors.native.gate import Gate
@@ -50,6 +51,10 @@ from protocol.native import (
 )
 
 from .agent import APP_NAME, USER_ID, AfterEdit, CodingTool, ModelSlot, build_app
+from .autonomy import (
+    INSTRUCTIONS, AutonomousRun, DoneBox, Ledger, ReportDone, continuation, ledger_path,
+    start_run,
+)
 from .daemon_tools import DIAGNOSTICS, DiagnosticsTool, McpToolset, decorate
 from .depth import Depth
 from .skills import SKILL_TOOLS
@@ -100,9 +105,11 @@ class Worker:
         self._gate: Gate | None = None
         self._depth: Depth | None = None
         self._session_id = ""
-        self._turn: Turn | None = None
+        self._turn: Turn | AutonomousRun | None = None
+        self._done = DoneBox()
         self._task: asyncio.Task[None] | None = None
         self._queued: deque[str] = deque()
+        self._resume: str | None = None
         self.finished = asyncio.Event()
 
     @property
@@ -111,7 +118,7 @@ class Worker:
         return self._session_id
 
     @property
-    def turn(self) -> Turn | None:
+    def turn(self) -> Turn | AutonomousRun | None:
         """The running turn, if any."""
         return self._turn
 
@@ -190,13 +197,18 @@ class Worker:
         if link is not None:
             async def after_edit(path: str, text: str | None) -> str:
                 return await decorate(link, path, text)
+        system = _SYSTEM.format(cwd=workspace.root)
+        if start.autonomous is not None:
+            system += "\n\n" + INSTRUCTIONS.format(goal=start.autonomous.goal)
         # Discovery reads files: off the event loop.
         depth = await asyncio.to_thread(
             Depth, start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
-            system=_SYSTEM.format(cwd=workspace.root), session_instructions=start.instructions,
+            system=system, session_instructions=start.instructions,
             active_tools=start.tools, session_id=session_id)
         tools: list[Any] = [*(CodingTool(spec, workspace, self._gate, after_edit) for spec in TOOLS),
                             *depth.tools]
+        if start.autonomous is not None:
+            tools.append(ReportDone(self._done))
         if link is not None:
             tools += [DiagnosticsTool(link), McpToolset(link, self._gate)]
         self._depth = depth
@@ -208,6 +220,7 @@ class Worker:
         names = [tool.name for tool in tools if not isinstance(tool, McpToolset)]
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
                         tools=depth.tool_names(names)))
+        self._resume_autonomous()
 
     async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
         wanted = start.session_id
@@ -238,14 +251,37 @@ class Worker:
         kinds: dict[str, ToolKind] = ({spec.name: spec.kind for spec in TOOLS}
                                       | dict.fromkeys(SKILL_TOOLS, "read"))
         kinds[DIAGNOSTICS] = "read"
-        turn = Turn(self._queued.popleft(), runner=runner, session_id=self._session_id,
-                    store=store, mapper=EventMapper(kinds), gate=gate,
-                    account=TurnAccount(start.prices), emit=self._emit,
-                    hooks=self._depth if self._depth is not None and self._depth.hooks else None)
+        hooks = self._depth if self._depth is not None and self._depth.hooks else None
+
+        def make(text: str, emit: Callable[[Event], None]) -> Turn:
+            return Turn(text, runner=runner, session_id=self._session_id, store=store,
+                        mapper=EventMapper(kinds), gate=gate, account=TurnAccount(start.prices),
+                        emit=emit, hooks=hooks)
+
+        text = self._queued.popleft()
+        turn: Turn | AutonomousRun
+        if start.autonomous is None:
+            turn = make(text, self._emit)
+        else:
+            turn = start_run(text, autonomy=start.autonomous, store_dir=start.store_dir,
+                             session_id=self._session_id, box=self._done, make_turn=make,
+                             emit=self._emit, resuming=text == self._resume)
+            self._resume = None
         self._turn = turn
         self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
 
-    async def _run_turn(self, turn: Turn) -> None:
+    def _resume_autonomous(self) -> None:
+        """A run a dead worker left unfinished (its ledger has no stop reason) goes on now."""
+        start = self._start
+        if start is None or start.autonomous is None:
+            return
+        ledger = Ledger.load(ledger_path(start.store_dir, self._session_id))
+        if ledger is not None and ledger.stop_reason is None:
+            self._resume = continuation(start.autonomous, ledger)
+            self._queued.append(self._resume)
+            self._next_turn()
+
+    async def _run_turn(self, turn: Turn | AutonomousRun) -> None:
         try:
             await turn.run()
         finally:

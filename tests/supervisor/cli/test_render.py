@@ -7,6 +7,7 @@ import re
 
 from protocol.events import (
     Assistant,
+    Checkpoint,
     Error,
     Exit,
     Permission,
@@ -141,3 +142,8 @@ def test_harness_rows_say_why_a_harness_is_unavailable_and_list_models() -> None
         ["grok", "no", "-", "grok not found", "-"],
     ]
     assert [len(row) for row in harness_rows(found)] == [4] * 5
+def test_a_checkpoint_is_one_line_with_its_turn_and_tokens() -> None:
+    usage = Usage(input_tokens=40, output_tokens=9)
+    assert describe(Checkpoint(turn=2, usage=usage)) == "· checkpoint after turn 2 (in 40 / out 9 tokens)"
+    assert describe(Checkpoint(turn=3, usage=usage, stop_reason="completed")).endswith(": completed")
+    assert describe(Checkpoint(turn=1, resumed=True)).startswith("· checkpoint resumed at turn 1")
