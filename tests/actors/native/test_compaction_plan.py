@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.native.compaction import (
-    ELIDED, Calibration, CompactionConfig, Drop, Elide, Entry, Sidecar, SidecarState, Summary,
+    ELIDED, Calibration, CompactionConfig, Decision, Drop, Elide, Entry, Sidecar, SidecarState, Summary,
     compact, entries, replay, turns,
 )
 from actors.native.compaction.plan import SUMMARY_PREFIX
@@ -155,7 +155,7 @@ def test_a_summary_replaces_the_turns_it_covers_where_the_first_was() -> None:
     outcome = compact(entries(contents), fixed=0, config=config(context_tokens=10),
                       calibration=Calibration())
     keys = [d.key for d in outcome.decisions if isinstance(d, Drop)]
-    decisions = [*(d for d in outcome.decisions if isinstance(d, Elide)),
+    decisions: list[Decision] = [*(d for d in outcome.decisions if isinstance(d, Elide)),
                  Summary(keys=keys, text="we read c0..c1")]
     result = [e.data for e in replay(entries(contents), decisions)]
     assert result[0] == prompt("task 0")
