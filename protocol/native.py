@@ -16,7 +16,8 @@ Daemon → worker (``Command``, tag field ``type``):
   continue from (``options.resume`` across corral sessions), tool limits, and the price table.
 * ``prompt`` (start a turn), ``steer`` (inject into the running turn before its next model call),
   ``interrupt``, ``permission_decision``, ``set_model`` (with the new provider settings),
-  ``shutdown`` (finish: abort a running turn, sync the store, exit 0).
+  ``shutdown`` (finish: abort a running turn, sync the store, exit 0), ``compact`` (compact the
+  idle session's history now).
 
 Worker → daemon: the normalized events of ``protocol.events`` themselves (``init``,
 ``assistant``/``thought`` deltas, ``tool``, ``permission``, ``permission_decided``, ``result``,
@@ -37,6 +38,7 @@ from .models import Permissions
 
 __all__ = [
     "Command",
+    "Compact",
     "Decide",
     "Interrupt",
     "Price",
@@ -115,6 +117,9 @@ class Start(_Command, tag="start", kw_only=True, frozen=True):
     """Overrides of the coding tools' limits (``actors.native.tools.Limits`` field names)."""
     prices: dict[str, Price] = {}
     """Model name (without provider) → price; a model not listed has ``cost_usd: null``."""
+    compaction: dict[str, Any] = {}
+    """``[native.compaction]`` (``actors.native.compaction.CompactionConfig`` field names);
+    empty or ``context_tokens = 0``: no compaction."""
 
 
 class Prompt(_Command, tag="prompt", kw_only=True, frozen=True):
@@ -147,11 +152,16 @@ class SetModel(_Command, tag="set_model", kw_only=True, frozen=True):
     provider: ProviderSettings
 
 
+class Compact(_Command, tag="compact", kw_only=True, frozen=True):
+    """Compact the idle session's history now (``session.compact``); a ``compaction`` event
+    answers (an ``error`` one if a turn runs)."""
+
+
 class Shutdown(_Command, tag="shutdown", kw_only=True, frozen=True):
     """Abort what runs, sync the store and exit 0."""
 
 
-Command = Start | Prompt | Steer | Interrupt | Decide | SetModel | Shutdown
+Command = Start | Prompt | Steer | Interrupt | Decide | SetModel | Shutdown | Compact
 """Every daemon → worker frame."""
 
 

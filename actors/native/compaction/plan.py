@@ -24,7 +24,9 @@ that it can be **replayed** after a restart on the request ADK rebuilds from the
 ``replay`` applies a list of decisions in order, each to the first matching target, and skips
 one whose target is gone. An identical response or turn seen twice gets two decisions, and each
 takes the next occurrence. A ``Summary`` decision drops the turns it names and puts one user
-content with its text where the first of them was.
+content with its text where the first of them was. Summaries are not prompts: they join the
+first turn, right after entry 0, and like it they are never dropped (a later summary sits
+beside them), so a summary is never summarised again at every request.
 """
 
 from __future__ import annotations
@@ -187,7 +189,22 @@ def summary_entry(text: str) -> Entry:
 def _is_prompt(data: dict[str, Any]) -> bool:
     parts = data.get("parts") or []
     return (data.get("role") == "user" and any(p.get("text") for p in parts)
-            and not any(p.get("function_response") is not None for p in parts))
+            and not any(p.get("function_response") is not None for p in parts)
+            and not _is_summary(data))
+
+
+def _is_summary(data: dict[str, Any]) -> bool:
+    parts = data.get("parts") or []
+    return (data.get("role") == "user" and len(parts) == 1
+            and str(parts[0].get("text") or "").startswith(SUMMARY_PREFIX))
+
+
+def _unit(items: Sequence[Entry], turn: range) -> range:
+    """What of ``turn`` may be dropped: not entry 0, not the summaries that follow it."""
+    start = max(turn.start, 1)
+    while start < turn.stop and _is_summary(items[start].data):
+        start += 1
+    return range(start, turn.stop)
 
 
 def _eligible(items: Sequence[Entry], keep: int) -> list[range]:
@@ -197,7 +214,7 @@ def _eligible(items: Sequence[Entry], keep: int) -> list[range]:
 
 def _units(items: Sequence[Entry], keep: int) -> list[range]:
     """The droppable unit of each eligible turn (the first keeps entry 0), empty ones left out."""
-    units = [range(max(t.start, 1), t.stop) for t in _eligible(items, keep)]
+    units = [_unit(items, t) for t in _eligible(items, keep)]
     return [u for u in units if len(u)]
 
 
@@ -254,7 +271,7 @@ def _find_response(items: Sequence[Entry], key: str) -> tuple[int, int] | None:
 def _find_unit(items: Sequence[Entry], key: str) -> range | None:
     all_turns = turns(items)
     for turn in all_turns[:-1]:  # never the active turn
-        unit = range(max(turn.start, 1), turn.stop)
+        unit = _unit(items, turn)
         if len(unit) and _unit_key(items, unit) == key:
             return unit
     return None

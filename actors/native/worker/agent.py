@@ -48,6 +48,7 @@ NOT_RUN = ("This call did not run: it needs the user's approval, and the turn en
 REFUSED = "The user refused to let this call run. Do not retry it unless the user asks you to."
 
 BeforeModel = Callable[[CallbackContext, LlmRequest], Awaitable[LlmResponse | None]]
+AfterModel = Callable[[CallbackContext, LlmResponse], Awaitable[LlmResponse | None]]
 
 
 class CodingTool(BaseTool):
@@ -115,7 +116,8 @@ class SwitchableLlm(BaseLlm):
 
 
 def build_app(slot: ModelSlot, tools: list[BaseTool], *, instruction: Callable[[Any], str],
-              before_model: BeforeModel, thinking: bool) -> App:
+              before_model: BeforeModel, thinking: bool,
+              after_model: AfterModel | None = None) -> App:
     """The resumable ADK app around one ``LlmAgent`` (resumable: confirmations pause it).
 
     ``instruction`` is a provider function so that ADK does not expand ``{…}`` in it."""
@@ -125,7 +127,8 @@ def build_app(slot: ModelSlot, tools: list[BaseTool], *, instruction: Callable[[
             thinking_config=types.ThinkingConfig(include_thoughts=True))
     agent = LlmAgent(name="corral", model=SwitchableLlm(slot), instruction=instruction,
                      tools=list(tools), generate_content_config=config,
-                     before_model_callback=before_model, on_tool_error_callback=_tool_error)
+                     before_model_callback=before_model, after_model_callback=after_model,
+                     on_tool_error_callback=_tool_error)
     with warnings.catch_warnings():
         # Resumability is marked experimental; it is what makes a confirmation pause the run.
         warnings.filterwarnings("ignore", message=r".*ResumabilityConfig", category=UserWarning)

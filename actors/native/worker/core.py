@@ -15,6 +15,9 @@ turn as a task, and everything else (steer, interrupt, decisions, set_model) rea
   turn, so no prompt the daemon reported delivered is dropped.
 * ``set_model``: the next model call uses the new model (old ones are closed at shutdown).
 * ``shutdown``: interrupts the turn, waits for its ``result``, closes models and the store.
+* ``compact``: compacts the idle session's history (``compactor.Compactor``), answered by a
+  ``compaction`` event; during a turn, an ``error`` event. Auto compaction runs in the
+  before-model callback, after steering prompts are injected.
 """
 
 from __future__ import annotations
@@ -34,15 +37,18 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 
 from actors.native.accounting import TurnAccount
+from actors.native.compaction import CompactionConfig
 from actors.native.gate import Gate
 from actors.native.models import ModelError, ProviderConfig, build_model, close_model
 from actors.native.tools import TOOLS, Limits, Workspace
 from protocol.events import Error, Event, Init
 from protocol.native import (
-    Command, Decide, Interrupt, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
+    Command, Compact, Decide, Interrupt, Prompt, ProviderSettings, SetModel, Shutdown, Start,
+    Steer,
 )
 
 from .agent import APP_NAME, USER_ID, CodingTool, ModelSlot, build_app
+from .compactor import Compactor, model_summarizer
 from .events import EventMapper
 from .store import JsonlSessionService, StoreCorrupt, new_session_id
 from .turn import Turn
@@ -83,6 +89,7 @@ class Worker:
         self._slot: ModelSlot | None = None
         self._models: list[BaseLlm] = []
         self._gate: Gate | None = None
+        self._compactor: Compactor | None = None
         self._session_id = ""
         self._turn: Turn | None = None
         self._task: asyncio.Task[None] | None = None
@@ -126,6 +133,8 @@ class Worker:
                 self._set_model(settings)
             case Shutdown():
                 await self.shutdown()
+            case Compact():
+                await self._compact()
 
     async def shutdown(self) -> None:
         """Interrupt the turn (bounded wait for its result), close models and the store."""
@@ -137,6 +146,8 @@ class Worker:
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+        if self._compactor is not None:
+            self._compactor.close()
         for llm in self._models:
             await close_model(llm)
         if self._store is not None:
@@ -154,6 +165,7 @@ class Worker:
             limits = msgspec.convert(start.limits, Limits)
             workspace = Workspace(start.cwd, limits=limits)
             store = JsonlSessionService(start.store_dir)
+            compaction = msgspec.convert(start.compaction, CompactionConfig)
             session_id = await self._open_session(store, start)
             llm = self._model_factory(start.provider)
         except (msgspec.ValidationError, OSError, StoreCorrupt, ValueError, ModelError) as exc:
@@ -164,12 +176,16 @@ class Worker:
         self._gate = Gate(start.permissions)
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
+        slot = self._slot
+        self._compactor = Compactor(compaction, store_dir=start.store_dir, session_id=session_id,
+                                    emit=self._emit, summarize=model_summarizer(lambda: slot.llm))
         tools = [CodingTool(spec, workspace, self._gate) for spec in TOOLS]
         system = _SYSTEM.format(cwd=workspace.root)
         if start.instructions:
             system += "\n\n" + start.instructions
         app = build_app(self._slot, list(tools), instruction=lambda _ctx: system,
-                        before_model=self._before_model, thinking=start.thinking)
+                        before_model=self._before_model, thinking=start.thinking,
+                        after_model=self._after_model)
         self._runner = Runner(app=app, session_service=store)
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
                         tools=[spec.name for spec in TOOLS]))
@@ -220,15 +236,37 @@ class Worker:
 
     async def _before_model(self, context: CallbackContext,
                             request: LlmRequest) -> LlmResponse | None:
-        """Inject the running turn's steering prompts before this model call."""
+        """Inject the running turn's steering prompts before this model call, then compact."""
         turn, store = self._turn, self._store
         content = turn.take_steers() if turn is not None else None
-        if content is None or store is None:
-            return None
-        event = AdkEvent(invocation_id=context.invocation_id, author="user", content=content)
-        await store.append_event(context.session, event)
-        request.contents.append(content)
+        if content is not None and store is not None:
+            event = AdkEvent(invocation_id=context.invocation_id, author="user", content=content)
+            await store.append_event(context.session, event)
+            request.contents.append(content)
+        if self._compactor is not None:
+            await self._compactor.before_model(request)
         return None
+
+    async def _after_model(self, context: CallbackContext,
+                           response: LlmResponse) -> LlmResponse | None:
+        if self._compactor is not None:
+            self._compactor.after_model(response)
+        return None
+
+    async def _compact(self) -> None:
+        """``compact``: the idle session's history (see the module docstring)."""
+        store, compactor = self._store, self._compactor
+        if self._turn is not None or self._queued:
+            self._emit(Error(code="session_busy", error_class="protocol",
+                             message="cannot compact while a turn runs"))
+            return
+        if store is None or compactor is None:
+            return
+        session = await store.get_session(app_name=APP_NAME, user_id=USER_ID,
+                                          session_id=self._session_id)
+        if session is not None:
+            await compactor.compact_history(
+                [e.content for e in session.events if e.content is not None and not e.partial])
 
     def _set_model(self, settings: ProviderSettings) -> None:
         """Point the slot at the new model; on failure keep the old one and say why."""

@@ -181,3 +181,15 @@ def test_sidecar_round_trip_and_a_bad_file_warns_once(tmp_path: Path) -> None:
     broken.path.chmod(0o000)
     broken.load()
     assert broken.warning == first
+
+
+def test_a_summary_is_never_dropped_or_summarised_again() -> None:
+    contents = conversation(5)
+    outcome = compact(entries(contents), fixed=0, config=config(context_tokens=10),
+                      calibration=Calibration())
+    keys = [d.key for d in outcome.decisions if isinstance(d, Drop)]
+    elides: list[Decision] = [d for d in outcome.decisions if isinstance(d, Elide)]
+    items = replay(entries(contents), [*elides, Summary(keys=keys, text="s")])
+    again = compact(items, fixed=0, config=config(context_tokens=10), calibration=Calibration())
+    assert again.dropped == [] and again.exhausted
+    assert again.entries[1].data == prompt(SUMMARY_PREFIX + "s")

@@ -63,7 +63,8 @@ class WorkerRig:
                  mode: str = "auto", allow_tools: list[str] | None = None,
                  model: str = "openai/gpt-4.1-mini", session_id: str | None = None,
                  prices: dict[str, Price] | None = None,
-                 models: dict[str, ScriptedLlm] | None = None) -> None:
+                 models: dict[str, ScriptedLlm] | None = None,
+                 compaction: dict[str, Any] | None = None) -> None:
         self.cwd = tmp / "cwd"
         self.cwd.mkdir(exist_ok=True)
         self.store = tmp / "store"
@@ -75,7 +76,7 @@ class WorkerRig:
                             permissions=Permissions(mode=mode,  # type: ignore[arg-type]
                                                     allow_tools=allow_tools or []),
                             session_id=session_id, store_dir=str(self.store),
-                            prices=prices or {})
+                            prices=prices or {}, compaction=compaction or {})
         self.worker = Worker(self._emit, model_factory=self._model)
         self._changed = asyncio.Event()
 
