@@ -25,7 +25,7 @@ from msgspec import Struct
 
 from actors.fake import FakeDriver
 from actors.lsp import LanguageServers, load_lsp_config
-from actors.native.config import decode_providers, load_prices
+from actors.native.config import NativeConfig, decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native.forkservice import ForkServer
 from actors.mcp.wiring import McpParts, mcp_parts
@@ -55,6 +55,7 @@ from protocol.messages import (
     McpRestart,
     McpServerResult,
     SessionClose,
+    SessionCompact,
     SessionCreate,
     SessionGet,
     SessionInterrupt,
@@ -105,6 +106,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     providers: dict[str, dict[str, Any]] = {}
     """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.config``
     decodes them (with warnings that name the key) when the driver is built."""
+    native: NativeConfig = NativeConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,7 +148,8 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         "fake": FakeDriver(),
         "claude": ClaudeDriver(binary=_expand(claude.binary)),
         "codex": CodexDriver(binary=_expand(codex.binary)),
-        "native": NativeDriver(providers=providers, prices=prices, forks=forks),
+        "native": NativeDriver(providers=providers, prices=prices, forks=forks,
+                               compaction=config.native.compaction),
         **acp,
         "pi": PiDriver(binary=_expand(pi.binary)),
         "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary)),
@@ -250,7 +253,7 @@ class App:
                 return Empty()  # closing an ended session is a no-op
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
-                  | SessionClose(session_id=sid)):
+                  | SessionCompact(session_id=sid) | SessionClose(session_id=sid)):
                 result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
                 if isinstance(request, SessionClose):
                     self.mcp.release(sid)

@@ -32,12 +32,15 @@ from msgspec import Meta
 
 from protocol.native import Price, ProviderKind, ProviderSettings
 
+from .compaction.settings import CompactionConfig
+
 __all__ = [
     "DEFAULT_BASE_URLS",
     "DEFAULT_KEY_ENVS",
     "KINDS",
     "PRICES_FILE",
     "ModelSpecError",
+    "NativeConfig",
     "ProviderTable",
     "ProvidersConfig",
     "decode_providers",
@@ -79,6 +82,13 @@ class ProviderTable(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
     max_response_bytes: _Positive | None = None
     max_retries: _Retries | None = None
     timeout: _Seconds | None = None
+
+
+class NativeConfig(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """``[native]``: the native harness's own agent."""
+
+    compaction: CompactionConfig = CompactionConfig()
+    """``[native.compaction]``: the context compaction of native sessions (off by default)."""
 
 
 ProvidersConfig = dict[str, ProviderTable]

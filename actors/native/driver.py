@@ -6,7 +6,7 @@
   cwd, which the ``start`` frame carries.
 * ``translator``: a ``NativeTranslator`` with the ``[providers]`` tables, the price table, the
   daemon's environment (for keys) and a finder for store files of earlier corral sessions
-  (``options.resume`` with a native session id).
+  (``options.resume`` with a native session id), and ``[native.compaction]``.
 * ``spawn``: the session's spawn hook (``actors.harness``): the worker is forked from the
   daemon's fork server (``forkservice.ForkServer``) when the driver has one, else exec'd; either
   way it is an ``open_child`` process child (ledger, group close, exit status).
@@ -36,6 +36,7 @@ from protocol.native import Price
 from supervisor.ledger.store import Ledger
 from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
 
+from .compaction.settings import CompactionConfig
 from .config import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
 from .forkservice import ForkServer
 from .translate import NativeTranslator, store_dir
@@ -59,8 +60,10 @@ class NativeDriver:
     def __init__(self, *, providers: Mapping[str, ProviderTable] | None = None,
                  prices: Mapping[str, Price] | None = None,
                  environ: Mapping[str, str] | None = None,
-                 forks: ForkServer | None = None) -> None:
+                 forks: ForkServer | None = None,
+                 compaction: CompactionConfig | None = None) -> None:
         self._providers = dict(providers or {})
+        self._compaction = compaction or CompactionConfig()
         self._prices = dict(prices or {})
         self._environ = os.environ if environ is None else environ
         self._forks = forks
@@ -89,7 +92,8 @@ class NativeDriver:
             return str(found[-1]) if found else None
 
         return NativeTranslator(request, providers=self._providers, prices=self._prices,
-                                daemon_env=self._environ, find_store=find_store)
+                                daemon_env=self._environ, find_store=find_store,
+                                compaction=self._compaction)
 
     async def detect(self) -> Detection:
         """Whether google-adk is installed, its version, and the providers (see above)."""

@@ -7,12 +7,14 @@ The worker already speaks corral's event model, so translating is mostly bookkee
   after a restart, or ``options.resume``), the store directory (``sessions/<id>/native/``, next
   to the request's ``work_dir``), the store file of an earlier corral session when the id lives
   there (found by the driver's ``find_store``), tool limits (``options.limits``), instructions,
-  ``options.thinking`` and the price table;
+  ``options.thinking``, the price table and the compaction settings (``[native.compaction]``
+  with ``options.compaction`` over it, checked here: a bad one is ``bad_request``);
 * ``init`` makes the translator ``ready`` and gives the ``vendor_session_id``; ``result`` ends
   the turn; ``permission`` ids are remembered until decided, interrupted or the turn ends;
 * commands become their frames: ``prompt``, ``steer`` (only while a turn runs: otherwise
   ``None`` and the session holds the prompt), ``interrupt``, ``permission_decision``,
-  ``set_model`` (resolved here, so a bad model is the caller's ``bad_request``), ``shutdown``.
+  ``set_model`` (resolved here, so a bad model is the caller's ``bad_request``), ``compact``
+  (``session.compact``), ``shutdown``.
 
 Frames are length-prefixed msgpack (``protocol.native``). No clock, no I/O.
 """
@@ -30,10 +32,11 @@ from protocol.errors import BadRequest, ProtocolError, SessionBusy, UnknownPermi
 from protocol.events import Decision, Init, Permission, PermissionDecided, Result
 from protocol.framing import LengthPrefixFramer
 from protocol.native import (
-    Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
+    Command, Compact, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
     decode_event, encode_command,
 )
 
+from .compaction.settings import CompactionConfig
 from .config import ModelSpecError, ProviderTable, resolve
 
 __all__ = ["NativeTranslator", "StoreFinder", "store_dir"]
@@ -52,7 +55,8 @@ class NativeTranslator:
 
     def __init__(self, request: HarnessRequest, *, providers: Mapping[str, ProviderTable],
                  prices: Mapping[str, Price], daemon_env: Mapping[str, str],
-                 find_store: StoreFinder = lambda _id: None) -> None:
+                 find_store: StoreFinder = lambda _id: None,
+                 compaction: CompactionConfig | None = None) -> None:
         self._request = request
         self._providers = providers
         self._daemon_env = daemon_env
@@ -62,6 +66,8 @@ class NativeTranslator:
         self._model = request.model
         self._provider = self._resolve(request.model)
         self._limits = _table(request.options, "limits")
+        self._compaction = _compaction(compaction or CompactionConfig(),
+                                       _table(request.options, "compaction"))
         self._prices = dict(prices)
         self._find_store = find_store
         self._framer = LengthPrefixFramer()
@@ -93,7 +99,7 @@ class NativeTranslator:
             permissions=request.permissions, session_id=resume, store_dir=str(store_dir(request)),
             resume_path=resume_path, instructions=request.instructions,
             thinking=options.get("thinking") is True, limits=self._limits,
-            prices=self._prices))]
+            prices=self._prices, compaction=self._compaction))]
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
         """One event from the worker; ``ProtocolError`` for a frame that is not one."""
@@ -148,6 +154,10 @@ class NativeTranslator:
         self._open.discard(permission_id)
         return [self._send(Decide(permission_id=permission_id, decision=decision))]
 
+    def compact(self, now: float) -> list[Output]:
+        """``compact``: the idle worker compacts its history (a ``compaction`` event answers)."""
+        return [self._send(Compact())]
+
     def goodbye(self, now: float) -> list[Output]:
         """``shutdown``: the worker aborts what runs, syncs its store and exits."""
         return [self._send(Shutdown())]
@@ -171,3 +181,13 @@ def _table(options: Mapping[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise BadRequest(f"options.{key} must be a table")
     return dict(value)
+
+
+def _compaction(config: CompactionConfig, override: dict[str, Any]) -> dict[str, Any]:
+    """``[native.compaction]`` with the session's ``options.compaction`` keys over it."""
+    merged = {**msgspec.to_builtins(config), **override}
+    try:
+        settings = msgspec.convert(merged, CompactionConfig)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"options.compaction: {exc}") from None
+    return {} if settings == CompactionConfig() else msgspec.to_builtins(settings)

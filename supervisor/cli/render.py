@@ -18,6 +18,7 @@ from typing import Any, Literal, TextIO
 
 from protocol.events import (
     Assistant,
+    Compaction,
     Error,
     Event,
     Exit,
@@ -181,8 +182,23 @@ def describe(event: Event, *, color: bool = False) -> str:
             return dim(f"· limits: {', '.join(parts) or 'none'}")
         case Workspace(state=state, branch=branch, path=path, changed_files=changed):
             return dim(f"· worktree {state}: {branch} at {path} ({changed} changed file(s))")
+        case Compaction():
+            return dim(compaction_line(event))
         case Assistant(text=text) | Thought(text=text):
             return text
+
+
+def compaction_line(event: Compaction) -> str:
+    """``· compacted …``: tokens before → after, what went, and any warning."""
+    what = [f"{len(event.elided)} tool output(s) elided"] if event.elided else []
+    if event.dropped_turns:
+        how = "summarized" if event.summarized else "dropped"
+        what.append(f"{event.dropped_turns} turn(s) {how}")
+    line = (f"· compacted ({event.reason}): ~{event.tokens_before} → ~{event.tokens_after} "
+            f"tokens; {', '.join(what) or 'nothing left to compact'}")
+    if event.exhausted and what:
+        line += " (still above the target)"
+    return line + (f"; warning: {event.warning}" if event.warning else "")
 
 
 def short(value: Any, limit: int = 160) -> str:
