@@ -77,12 +77,21 @@ class Entry:
     """One content of a request: its JSON ``data``, raw ``tokens``, and ``origin`` (its index
     in the original request; ``None`` for a summary made here)."""
 
-    __slots__ = ("data", "origin", "tokens")
+    __slots__ = ("_keys", "data", "origin", "prompt", "tokens")
 
     def __init__(self, data: dict[str, Any], origin: int | None) -> None:
         self.data = data
         self.origin = origin
         self.tokens = content_tokens(data)
+        self.prompt = _is_prompt(data)
+        self._keys: dict[int, str] | None = None
+
+    def response_keys(self) -> dict[int, str]:
+        """Part index → fingerprint of each function response not elided (computed once)."""
+        if self._keys is None:
+            self._keys = {i: _key(r) for i, r in _responses(self.data)
+                          if r.get("response") != ELIDED_BODY}
+        return self._keys
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -107,7 +116,7 @@ def entries(contents: Sequence[dict[str, Any]]) -> list[Entry]:
 
 def turns(items: Sequence[Entry]) -> list[range]:
     """The turns of ``items`` as index ranges (see the module docstring)."""
-    starts = [i for i, entry in enumerate(items) if _is_prompt(entry.data)]
+    starts = [i for i, entry in enumerate(items) if entry.prompt]
     if not items:
         return []
     if not starts or starts[0] != 0:
@@ -262,8 +271,8 @@ def _find_response(items: Sequence[Entry], key: str) -> tuple[int, int] | None:
     all_turns = turns(items)
     before_active = all_turns[-1].start if all_turns else 0
     for index, entry in enumerate(items[:before_active]):  # never the active turn
-        for part_index, response in _responses(entry.data):
-            if response.get("response") != ELIDED_BODY and _key(response) == key:
+        for part_index, found in entry.response_keys().items():
+            if found == key:
                 return index, part_index
     return None
 
