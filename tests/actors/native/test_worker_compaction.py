@@ -185,3 +185,21 @@ def test_compact_during_a_turn_is_refused(tmp_path: Path) -> None:
             await rig.interrupt()
 
     run(body)
+
+
+def test_an_unreadable_sidecar_is_an_error_event_and_the_session_goes_on(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [say("one")], compaction=TIGHT) as rig:
+            await rig.turn("task 0")
+            session_id = rig.worker.session_id
+        sidecar = tmp_path / "store" / f"{session_id}.compaction.json"
+        sidecar.write_bytes(b"{not json")
+        async with WorkerRig(tmp_path, [say("two")], session_id=session_id,
+                             compaction=TIGHT) as again:
+            (error,) = [e for e in again.events if isinstance(e, Error)]
+            assert error.code == "native.compaction.sidecar" and str(sidecar) in error.message
+            events = await again.turn("task 1")
+            assert texts(again.llm.requests[0]) == ["task 0", "one", "task 1"]
+            assert [e for e in events if isinstance(e, Error)] == [error]  # the start's only
+
+    run(body)
