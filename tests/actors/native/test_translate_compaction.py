@@ -16,7 +16,8 @@ from tests.actors.native.test_translate import _commands, _ready, _request
 
 def _start(tmp_path: Path, config: CompactionConfig | None = None, **fields: object) -> Start:
     translator = NativeDriver(compaction=config).translator(_request(tmp_path, **fields))
-    (start,) = _commands(translator.start(0))
+    outputs: list[object] = list(translator.start(0))
+    (start,) = _commands(outputs)
     assert isinstance(start, Start)
     return start
 
@@ -41,4 +42,5 @@ def test_a_bad_compaction_option_is_a_bad_request(tmp_path: Path, bad: object) -
 
 
 def test_compact_is_a_frame(tmp_path: Path) -> None:
-    assert _commands(_ready(tmp_path).compact(0)) == [Compact()]
+    outputs: list[object] = list(_ready(tmp_path).compact(0))
+    assert _commands(outputs) == [Compact()]
