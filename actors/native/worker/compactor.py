@@ -127,16 +127,18 @@ class Compactor:
             self._dirty = False
             if self.sidecar.warning is not before:
                 warning = self.sidecar.warning
-        # Exhaustion alone (nothing left to compact) is reported once, not at every request.
-        first_exhaustion = outcome.exhausted and not self._exhaustion_reported
-        self._exhaustion_reported = self._exhaustion_reported or outcome.exhausted
+        # Exhaustion alone (nothing left to compact) is reported once, not at every request; a
+        # manual compaction aims at zero, so "still above the target" says nothing there.
+        exhausted = outcome.exhausted and reason == "auto"
+        first_exhaustion = exhausted and not self._exhaustion_reported
+        self._exhaustion_reported = self._exhaustion_reported or exhausted
         if decisions or reason == "manual" or first_exhaustion:
             self._emit(Compaction(
                 reason=reason, mode=self.config.mode,  # type: ignore[arg-type]
                 context_tokens=self.config.context_tokens, tokens_before=outcome.tokens_before,
                 tokens_after=outcome.tokens_after, elided=outcome.elided,
                 dropped_turns=len(outcome.dropped), summarized=summarized,
-                exhausted=outcome.exhausted, warning=warning))
+                exhausted=exhausted, warning=warning))
         return outcome
 
     async def _summary(self, dropped: list[list[dict[str, Any]]]) -> tuple[str | None, str | None]:
