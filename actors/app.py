@@ -62,6 +62,7 @@ from protocol.messages import (
     McpRestart,
     McpServerResult,
     SessionClose,
+    SessionCompact,
     SessionCreate,
     SessionGet,
     SessionInterrupt,
@@ -182,7 +183,8 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         "claude": ClaudeDriver(binary=_expand(claude.binary), cache=cache),
         "codex": CodexDriver(binary=_expand(codex.binary), cache=cache),
         "native": NativeDriver(providers=providers, prices=prices, forks=forks,
-                               context=config.native.context()),
+                               context=config.native.context(),
+                               compaction=config.native.compaction),
         **acp,
         "pi": PiDriver(binary=_expand(pi.binary), cache=cache),
         "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary),
@@ -293,7 +295,7 @@ class App:
                 return Empty()  # closing an ended session is a no-op
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
-                  | SessionClose(session_id=sid)):
+                  | SessionCompact(session_id=sid) | SessionClose(session_id=sid)):
                 result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
                 if isinstance(request, SessionClose):
                     self.mcp.release(sid)

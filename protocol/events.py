@@ -182,6 +182,26 @@ class Workspace(Message, tag="workspace", kw_only=True, frozen=True):
     changed_files: int = 0
 
 
+class Compaction(Message, tag="compaction", kw_only=True, frozen=True):
+    """The native harness compacted the context of its next model request (or, ``reason:
+    "manual"``, of an idle session on ``session.compact``): estimated prompt tokens before and
+    after; the ids of the tool responses whose bodies became ``[elided]``; how many whole turns
+    were dropped (``summarized``: replaced by a summary the model wrote); ``exhausted`` when
+    what may not be touched still exceeds the target; ``warning`` names a problem that did not
+    stop it (a summary that failed, a sidecar that could not be saved)."""
+
+    reason: Literal["auto", "manual"] = "auto"
+    mode: Literal["elide", "summarize"] = "elide"
+    context_tokens: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    elided: list[str] = []
+    dropped_turns: int = 0
+    summarized: bool = False
+    exhausted: bool = False
+    warning: str | None = None
+
+
 Event = (
     Init
     | Assistant
@@ -199,10 +219,11 @@ Event = (
     | Exit
     | Workspace
     | Checkpoint
+    | Compaction
 )
 """Every normalized event kind, discriminated by ``type``."""
 
 EVENT_TYPES: tuple[type[Message], ...] = (
     Init, Assistant, Thought, User, Tool, Permission, PermissionDecided,
-    Result, Error, UsageReport, Limits, Status, Restarted, Exit, Workspace, Checkpoint,
+    Result, Error, UsageReport, Limits, Status, Restarted, Exit, Workspace, Checkpoint, Compaction,
 )

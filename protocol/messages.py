@@ -137,6 +137,14 @@ class SessionClose(Request, tag="session.close", kw_only=True, frozen=True):
     session_id: str
 
 
+class SessionCompact(Request, tag="session.compact", kw_only=True, frozen=True):
+    """Compact an idle native session's context now; ``{}`` once the harness has the request,
+    and a ``compaction`` event in the log when it is done. ``unsupported`` for harnesses that
+    cannot; ``session_busy`` while a turn runs."""
+
+    session_id: str
+
+
 class SessionResume(Request, tag="session.resume", kw_only=True, frozen=True):
     """Reopen a ``closed`` or ``failed`` session whose harness can resume: same id, its log
     continues (``restarted {reason: "resumed"}``), a new child resumes the vendor conversation.
@@ -225,6 +233,7 @@ ClientRequest = (
     | SessionSetModel
     | SessionClose
     | SessionResume
+    | SessionCompact
     | LspList
     | McpList
     | McpRestart
@@ -244,6 +253,7 @@ REQUEST_TYPES: dict[str, type[Request]] = {
         SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
         McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
         UiLoginCode,
+        SessionCompact,
     )
 }
 
@@ -359,6 +369,7 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.list": SessionListResult,
     "session.get": SessionResult,
     "session.resume": SessionResult,
+    "session.compact": Empty,
     "session.subscribe": SubscribeResult,
     "session.unsubscribe": Empty,
     "session.prompt": PromptResult,

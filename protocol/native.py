@@ -16,7 +16,8 @@ Daemon → worker (``Command``, tag field ``type``):
   continue from (``options.resume`` across corral sessions), tool limits, and the price table.
 * ``prompt`` (start a turn), ``steer`` (inject into the running turn before its next model call),
   ``interrupt``, ``permission_decision``, ``set_model`` (with the new provider settings),
-  ``shutdown`` (finish: abort a running turn, sync the store, exit 0).
+  ``shutdown`` (finish: abort a running turn, sync the store, exit 0), ``compact`` (compact the
+  idle session's history now).
 
 Worker → daemon: the normalized events of ``protocol.events`` themselves (``init``,
 ``assistant``/``thought`` deltas, ``tool``, ``permission``, ``permission_decided``, ``result``,
@@ -44,6 +45,7 @@ __all__ = [
     "Autonomy",
     "CallMcpTool",
     "Command",
+    "Compact",
     "Decide",
     "DiagnosticsReport",
     "Interrupt",
@@ -155,6 +157,9 @@ class Start(_Command, tag="start", kw_only=True, frozen=True):
     the coding tools alone, and the worker sends no ask."""
     autonomous: Autonomy | None = None
     """Run each prompt as an autonomous run (``actors.native.worker.autonomy``)."""
+    compaction: dict[str, Any] = {}
+    """``[native.compaction]`` (``actors.native.compaction.CompactionConfig`` field names);
+    empty or ``context_tokens = 0``: no compaction."""
 
 
 class Prompt(_Command, tag="prompt", kw_only=True, frozen=True):
@@ -185,6 +190,11 @@ class SetModel(_Command, tag="set_model", kw_only=True, frozen=True):
 
     model: str
     provider: ProviderSettings
+
+
+class Compact(_Command, tag="compact", kw_only=True, frozen=True):
+    """Compact the idle session's history now (``session.compact``); a ``compaction`` event
+    answers (an ``error`` one if a turn runs)."""
 
 
 class Shutdown(_Command, tag="shutdown", kw_only=True, frozen=True):
@@ -235,7 +245,7 @@ class DiagnosticsReport(_Command, tag="lsp.report", kw_only=True, frozen=True):
 Answer = McpTools | McpResult | DiagnosticsReport
 """The daemon's answers to the worker's asks."""
 
-Command = Start | Prompt | Steer | Interrupt | Decide | SetModel | Shutdown | Answer
+Command = Start | Prompt | Steer | Interrupt | Decide | SetModel | Shutdown | Compact | Answer
 """Every daemon → worker frame."""
 
 

@@ -33,6 +33,8 @@ from msgspec import Meta
 from protocol.native import Price, ProviderKind, ProviderSettings
 from protocol.native_context import ContextSettings
 
+from .compaction.settings import CompactionConfig
+
 __all__ = [
     "DEFAULT_BASE_URLS",
     "DEFAULT_KEY_ENVS",
@@ -86,11 +88,16 @@ class ProviderTable(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
 class NativeConfig(ContextSettings, kw_only=True, frozen=True, forbid_unknown_fields=True,
                    omit_defaults=False):
     """The ``[native]`` section: the instruction files and skills of native sessions (each
-    key is a field of ``protocol.native_context.ContextSettings``, sent to every worker)."""
+    key is a field of ``protocol.native_context.ContextSettings``, sent to every worker) and
+    ``[native.compaction]``."""
+
+    compaction: CompactionConfig = CompactionConfig()
+    """``[native.compaction]``: the context compaction of native sessions (off by default)."""
 
     def context(self) -> ContextSettings:
         """The settings as the ``start`` frame carries them (``~`` expanded in the paths)."""
         fields = msgspec.structs.asdict(self)
+        del fields["compaction"]
         for key in ("import_roots", "skill_roots", "trusted_roots"):
             fields[key] = [os.path.expanduser(p) for p in fields[key]]
         return ContextSettings(**fields)

@@ -7,7 +7,8 @@
   cwd, which the ``start`` frame carries.
 * ``translator``: a ``NativeTranslator`` with the ``[providers]`` tables, the price table, the
   daemon's environment (for keys), a finder for store files of earlier corral sessions
-  (``options.resume`` with a native session id) and the ``[native]`` context settings.
+  (``options.resume`` with a native session id), the ``[native]`` context settings and
+  ``[native.compaction]``.
 * ``spawn``: the session's spawn hook (``actors.harness``): the worker is forked from the
   daemon's fork server (``forkservice.ForkServer``) when the driver has one, else exec'd; either
   way it is an ``open_child`` process child (ledger, group close, exit status), whose asks
@@ -41,6 +42,7 @@ from supervisor.ledger.store import Ledger
 from supervisor.proc.child import ProcessSpec, open_child
 
 from .asks import NO_SERVICES, ServedChild, Services, served
+from .compaction.settings import CompactionConfig
 from .config import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
 from .forkservice import ForkServer
 from .translate import NativeTranslator, store_dir
@@ -69,9 +71,11 @@ class NativeDriver:
                  environ: Mapping[str, str] | None = None,
                  forks: ForkServer | None = None,
                  context: ContextSettings = ContextSettings(),
-                 services: Services | None = None) -> None:
+                 services: Services | None = None,
+                 compaction: CompactionConfig | None = None) -> None:
         self._providers = dict(providers or {})
         self._context = context
+        self._compaction = compaction or CompactionConfig()
         self._prices = dict(prices or {})
         self._environ = os.environ if environ is None else environ
         self._forks = forks
@@ -109,7 +113,8 @@ class NativeDriver:
         return NativeTranslator(request, providers=self._providers, prices=self._prices,
                                 daemon_env=self._environ, find_store=find_store,
                                 context=self._context,
-                                daemon_tools=self.services is not None)
+                                daemon_tools=self.services is not None,
+                                compaction=self._compaction)
 
     async def detect(self) -> Detection:
         """Whether google-adk is installed, its version, and the providers (see above)."""

@@ -10,14 +10,16 @@ The worker already speaks corral's event model, so translating is mostly bookkee
   ``options.thinking``, the price table, the ``[native]`` context settings (instruction files,
   skills), the active tool set (``options.tools``, a list of tool names: the only tools the
   model sees; kept in the session's options, so a restart or resume keeps it), whether the
-  daemon answers asks (``daemon_tools``) and ``options.autonomous`` (``protocol.native.Autonomy``,
-  checked here: a bad table is the caller's ``bad_request``);
+  daemon answers asks (``daemon_tools``), ``options.autonomous`` (``protocol.native.Autonomy``)
+  and the compaction settings (``[native.compaction]`` with ``options.compaction`` over it);
+  the last two are checked here: a bad table is the caller's ``bad_request``;
 * ``init`` makes the translator ``ready`` and gives the ``vendor_session_id``; ``result`` ends
   the turn; a ``checkpoint {resumed}`` (a restarted worker went on with an autonomous run)
   starts one; ``permission`` ids are remembered until decided, interrupted or the turn ends;
 * commands become their frames: ``prompt``, ``steer`` (only while a turn runs: otherwise
   ``None`` and the session holds the prompt), ``interrupt``, ``permission_decision``,
-  ``set_model`` (resolved here, so a bad model is the caller's ``bad_request``), ``shutdown``.
+  ``set_model`` (resolved here, so a bad model is the caller's ``bad_request``), ``compact``
+  (``session.compact``), ``shutdown``.
 
 Frames are length-prefixed msgpack (``protocol.native``). No clock, no I/O.
 """
@@ -36,10 +38,11 @@ from protocol.events import Checkpoint, Decision, Init, Permission, PermissionDe
 from protocol.framing import LengthPrefixFramer
 from protocol.native_context import ContextSettings
 from protocol.native import (
-    Autonomy, Command, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel, Shutdown,
-    Start, Steer, decode_event, encode_command, is_ask,
+    Autonomy, Command, Compact, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel,
+    Shutdown, Start, Steer, decode_event, encode_command, is_ask,
 )
 
+from .compaction.settings import CompactionConfig
 from .config import ModelSpecError, ProviderTable, resolve
 
 __all__ = ["NativeTranslator", "StoreFinder", "autonomy", "store_dir"]
@@ -59,7 +62,8 @@ class NativeTranslator:
     def __init__(self, request: HarnessRequest, *, providers: Mapping[str, ProviderTable],
                  prices: Mapping[str, Price], daemon_env: Mapping[str, str],
                  find_store: StoreFinder = lambda _id: None,
-                 context: ContextSettings = ContextSettings(), daemon_tools: bool = False) -> None:
+                 context: ContextSettings = ContextSettings(), daemon_tools: bool = False,
+                 compaction: CompactionConfig | None = None) -> None:
         self._request = request
         self._providers = providers
         self._daemon_env = daemon_env
@@ -72,6 +76,8 @@ class NativeTranslator:
         self._context = context
         self._tools = _names(request.options, "tools")
         self._autonomy = autonomy(request.options)
+        self._compaction = _compaction(compaction or CompactionConfig(),
+                                       _table(request.options, "compaction"))
         self._prices = dict(prices)
         self._find_store = find_store
         self._daemon_tools = daemon_tools
@@ -105,7 +111,8 @@ class NativeTranslator:
             resume_path=resume_path, instructions=request.instructions,
             thinking=options.get("thinking") is True, limits=self._limits,
             prices=self._prices, context=self._context, tools=self._tools,
-            daemon_tools=self._daemon_tools, autonomous=self._autonomy))]
+            daemon_tools=self._daemon_tools, autonomous=self._autonomy,
+            compaction=self._compaction))]
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
         """One event from the worker; ``ProtocolError`` for a frame that is not one. An ask
@@ -165,6 +172,10 @@ class NativeTranslator:
         self._open.discard(permission_id)
         return [self._send(Decide(permission_id=permission_id, decision=decision))]
 
+    def compact(self, now: float) -> list[Output]:
+        """``compact``: the idle worker compacts its history (a ``compaction`` event answers)."""
+        return [self._send(Compact())]
+
     def goodbye(self, now: float) -> list[Output]:
         """``shutdown``: the worker aborts what runs, syncs its store and exits."""
         return [self._send(Shutdown())]
@@ -208,3 +219,13 @@ def _names(options: Mapping[str, Any], key: str) -> list[str] | None:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise BadRequest(f"options.{key} must be a list of tool names")
     return list(value)
+
+
+def _compaction(config: CompactionConfig, override: dict[str, Any]) -> dict[str, Any]:
+    """``[native.compaction]`` with the session's ``options.compaction`` keys over it."""
+    merged = {**msgspec.to_builtins(config), **override}
+    try:
+        settings = msgspec.convert(merged, CompactionConfig)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"options.compaction: {exc}") from None
+    return {} if settings == CompactionConfig() else msgspec.to_builtins(settings)

@@ -95,12 +95,15 @@ from actors.session.policy import Policy
 from actors.session.prompts import PromptQueue
 from actors.session.tracker import Tracker
 from protocol import events as ev
-from protocol.errors import BadRequest, CorralError, ProtocolError, SessionClosed
+from protocol.errors import (
+    BadRequest, CorralError, ProtocolError, SessionBusy, SessionClosed, Unsupported,
+)
 from protocol.events import Decision, Delivery, SessionState
 from protocol.messages import (
     Empty,
     PromptResult,
     SessionClose,
+    SessionCompact,
     SessionInterrupt,
     SessionPermission,
     SessionPrompt,
@@ -277,9 +280,23 @@ class SessionCore:
                 self._closers.append(msg.call)
                 self._begin_close("closed")
                 return None
+            case SessionCompact():
+                self._compact()
             case _:
                 raise BadRequest(f"{type(request).__name__} is not a session request")
         return Empty()
+
+    def _compact(self) -> None:
+        """``session.compact``: only translators with a ``compact`` method can; only when idle."""
+        translator = self._translator
+        compact = getattr(translator, "compact", None)
+        if translator is not None and compact is None:
+            raise Unsupported(f"the {self.meta.harness} harness cannot compact a session")
+        if (translator is None or compact is None or not translator.ready
+                or self.lifecycle is not None or self.tracker.turn_running or self.approvals
+                or self.prompts):
+            raise SessionBusy(f"session {self.meta.id} is {self.state}: compact it when idle")
+        self._outputs(compact(self._now))
 
     def _prompt(self, text: str) -> Delivery:
         translator = self._translator

@@ -25,7 +25,7 @@ import trio
 from msgspec import Struct
 
 from protocol.errors import CorralError, ProtocolError
-from protocol.events import Decision
+from protocol.events import Compaction, Decision, Error, Event
 from protocol.messages import LspList, LspListResult, SessionCreate, SessionResult
 from protocol.models import McpServerInfo, Permissions, SessionInfo, WorkspaceSpec
 from protocol.schema import client_protocol_schema
@@ -33,7 +33,7 @@ from protocol.schema import client_protocol_schema
 from supervisor.cli.attach import attach, follow_frames
 from supervisor.client.api import RawEventFrame, open_client
 from supervisor.cli.daemonctl import DaemonRunner, run_foreground, start, status_report, stop
-from supervisor.cli.render import Renderer, harness_rows
+from supervisor.cli.render import Renderer, compaction_line, harness_rows
 from supervisor.excgroup import lone_exception
 from supervisor.cli.ui import add_ui_command
 from supervisor.cli.workspaces import add_workspace_commands, ask
@@ -154,6 +154,10 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
     sub.add_argument("id", metavar="ID")
     sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", type=_pair,
                      help="environment for the harness only (repeatable; never stored)")
+    sub = command("compact", _compact, "Compact an idle native session's context now.")
+    sub.add_argument("id", metavar="ID")
+    sub.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                     help="how long to wait for the compaction (default 300)")
     add_workspace_commands(command)
     add_ui_command(command)
     sub = command("logs", _logs, "Print a session's events.")
@@ -362,6 +366,29 @@ def _resume(args: argparse.Namespace) -> None:
 
     info = trio.run(resume)
     print(f"{info.id} {info.state}")
+
+
+def _compact(args: argparse.Namespace) -> int:
+    """Ask for the compaction, then print its ``compaction`` event (1 if an error came first)."""
+    async def compact() -> Event | None:
+        async with open_client(_state(args)) as client:
+            last = (await client.get(args.id)).last_seq
+            await client.compact(args.id)
+            with trio.move_on_after(args.timeout):
+                async with aclosing(client.events(args.id, last + 1)) as frames:
+                    async for frame in frames:
+                        if isinstance(frame.event, (Compaction, Error)):
+                            return frame.event
+        return None
+
+    event = trio.run(compact)
+    if isinstance(event, Compaction):
+        print(compaction_line(event).removeprefix("· "))
+        return 0
+    message = (f"{event.code}: {event.message}" if isinstance(event, Error)
+               else f"no compaction within {args.timeout:g} s")
+    print(f"corral: {message}", file=sys.stderr)
+    return 1
 
 
 def _logs(args: argparse.Namespace) -> None:

@@ -21,6 +21,7 @@ from protocol.models import Detection
 from protocol.events import (
     Assistant,
     Checkpoint,
+    Compaction,
     Error,
     Event,
     Exit,
@@ -189,6 +190,8 @@ def describe(event: Event, *, color: bool = False) -> str:
             end = f": {stop}" if stop else ""
             return dim(f"· checkpoint {how} turn {turn} (in {usage.input_tokens} / out "
                        f"{usage.output_tokens} tokens){end}")
+        case Compaction():
+            return dim(compaction_line(event))
         case Assistant(text=text) | Thought(text=text):
             return text
 
@@ -207,6 +210,19 @@ def harness_rows(found: list[Detection], *, models: bool = False) -> list[list[s
         rows.append([one.harness, "yes" if one.available else "no", one.version or "-", where,
                      *([", ".join(one.features.models) or "-"] if models else [])])
     return rows
+
+
+def compaction_line(event: Compaction) -> str:
+    """``· compacted …``: tokens before → after, what went, and any warning."""
+    what = [f"{len(event.elided)} tool output(s) elided"] if event.elided else []
+    if event.dropped_turns:
+        how = "summarized" if event.summarized else "dropped"
+        what.append(f"{event.dropped_turns} turn(s) {how}")
+    line = (f"· compacted ({event.reason}): ~{event.tokens_before} → ~{event.tokens_after} "
+            f"tokens; {', '.join(what) or 'nothing left to compact'}")
+    if event.exhausted and what:
+        line += " (still above the target)"
+    return line + (f"; warning: {event.warning}" if event.warning else "")
 
 
 def short(value: Any, limit: int = 160) -> str:

@@ -57,6 +57,7 @@ from protocol.messages import (
     PromptResult,
     Request,
     SessionClose,
+    SessionCompact,
     SessionCreate,
     SessionGet,
     SessionInterrupt,
@@ -216,6 +217,11 @@ class Client:
 
     async def set_model(self, session_id: str, model: str) -> None:
         await self._call(SessionSetModel(id=0, session_id=session_id, model=model), Empty)
+
+    async def compact(self, session_id: str) -> None:
+        """``session.compact``: compact an idle native session now (a ``compaction`` event
+        follows in its log)."""
+        await self._call(SessionCompact(id=0, session_id=session_id), Empty)
 
     async def close(self, session_id: str) -> None:
         """Close a session; answered once its close sequence has ended."""

@@ -56,6 +56,7 @@ AfterTool = Callable[[BaseTool, dict[str, Any], ToolContext, dict[str, Any]],
                      Awaitable[dict[str, Any] | None]]
 AfterEdit = Callable[[str, str | None], Awaitable[str]]
 """``(path, text written or None) -> text`` appended to a successful write/edit result."""
+AfterModel = Callable[[CallbackContext, LlmResponse], Awaitable[LlmResponse | None]]
 
 
 class CodingTool(BaseTool):
@@ -145,7 +146,8 @@ class SwitchableLlm(BaseLlm):
 
 def build_app(slot: ModelSlot, tools: list[BaseTool | BaseToolset], *,
               instruction: Callable[[Any], str], before_model: list[BeforeModel], thinking: bool,
-              before_tool: BeforeTool | None = None, after_tool: AfterTool | None = None) -> App:
+              before_tool: BeforeTool | None = None, after_tool: AfterTool | None = None,
+              after_model: AfterModel | None = None) -> App:
     """The resumable ADK app around one ``LlmAgent`` (resumable: confirmations pause it).
 
     ``instruction`` is a provider function so that ADK does not expand ``{…}`` in it; ADK calls
@@ -157,7 +159,8 @@ def build_app(slot: ModelSlot, tools: list[BaseTool | BaseToolset], *,
     agent = LlmAgent(name="corral", model=SwitchableLlm(slot), instruction=instruction,
                      tools=list(tools), generate_content_config=config,
                      before_model_callback=list(before_model), before_tool_callback=before_tool,
-                     after_tool_callback=after_tool, on_tool_error_callback=_tool_error)
+                     after_tool_callback=after_tool, after_model_callback=after_model,
+                     on_tool_error_callback=_tool_error)
     with warnings.catch_warnings():
         # Resumability is marked experimental; it is what makes a confirmation pause the run.
         warnings.filterwarnings("ignore", message=r".*ResumabilityConfig", category=UserWarning)

@@ -19,6 +19,9 @@ turn as a task, and everything else (steer, interrupt, decisions, set_model) rea
   they answer. With ``start.daemon_tools`` (and a ``send_ask`` to reach the daemon) the agent
   also gets the session's MCP tools and ``diagnostics``, and write/edit results are decorated
   with diagnostics (``daemon_tools``).
+* ``compact``: compacts the idle session's history (``compactor.Compactor``), answered by a
+  ``compaction`` event; during a turn, an ``error`` event. Auto compaction runs in the
+  before-model callback, after steering prompts are injected.
 """
 
 from __future__ import annotations
@@ -41,12 +44,13 @@ from google.adk.runners import Runner
 from google.adk.tools.base_tool import BaseTool
 
 from actors.native.accounting import TurnAccount
+from actors.native.compaction import CompactionConfig
 from actors.native.gate import Gate
 from actors.native.models import ModelError, ProviderConfig, build_model, close_model
 from actors.native.tools import TOOLS, Limits, Workspace
 from protocol.events import Error, Event, Init, ToolKind
 from protocol.native import (
-    Ask, Command, Decide, DiagnosticsReport, Interrupt, McpResult, McpTools, Prompt,
+    Ask, Command, Compact, Decide, DiagnosticsReport, Interrupt, McpResult, McpTools, Prompt,
     ProviderSettings, SetModel, Shutdown, Start, Steer,
 )
 
@@ -55,6 +59,7 @@ from .autonomy import (
     INSTRUCTIONS, AutonomousRun, DoneBox, Ledger, ReportDone, continuation, ledger_path,
     start_run,
 )
+from .compactor import Compactor, model_summarizer
 from .daemon_tools import DIAGNOSTICS, DiagnosticsTool, McpToolset, decorate
 from .depth import Depth
 from .skills import SKILL_TOOLS
@@ -104,6 +109,7 @@ class Worker:
         self._models: list[BaseLlm] = []
         self._gate: Gate | None = None
         self._depth: Depth | None = None
+        self._compactor: Compactor | None = None
         self._session_id = ""
         self._turn: Turn | AutonomousRun | None = None
         self._done = DoneBox()
@@ -152,6 +158,8 @@ class Worker:
                 self._set_model(settings)
             case Shutdown():
                 await self.shutdown()
+            case Compact():
+                await self._compact()
 
     async def shutdown(self) -> None:
         """Interrupt the turn (bounded wait for its result), close models and the store."""
@@ -165,6 +173,8 @@ class Worker:
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+        if self._compactor is not None:
+            self._compactor.close()
         for llm in self._models:
             await close_model(llm)
         if self._store is not None:
@@ -182,6 +192,7 @@ class Worker:
             limits = msgspec.convert(start.limits, Limits)
             workspace = Workspace(start.cwd, limits=limits)
             store = JsonlSessionService(start.store_dir)
+            compaction = msgspec.convert(start.compaction, CompactionConfig)
             session_id = await self._open_session(store, start)
             llm = self._model_factory(start.provider)
         except (msgspec.ValidationError, OSError, StoreCorrupt, ValueError, ModelError) as exc:
@@ -192,6 +203,9 @@ class Worker:
         self._gate = Gate(start.permissions)
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
+        slot = self._slot
+        self._compactor = Compactor(compaction, store_dir=start.store_dir, session_id=session_id,
+                                    emit=self._emit, summarize=model_summarizer(lambda: slot.llm))
         link = self._link if start.daemon_tools else None
         after_edit: AfterEdit | None = None
         if link is not None:
@@ -215,7 +229,7 @@ class Worker:
         app = build_app(self._slot, tools, instruction=depth.instruction,
                         before_model=[self._before_model, depth.before_model],
                         before_tool=depth.before_tool, after_tool=depth.after_tool,
-                        thinking=start.thinking)
+                        after_model=self._after_model, thinking=start.thinking)
         self._runner = Runner(app=app, session_service=store)
         names = [tool.name for tool in tools if not isinstance(tool, McpToolset)]
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
@@ -296,15 +310,37 @@ class Worker:
 
     async def _before_model(self, context: CallbackContext,
                             request: LlmRequest) -> LlmResponse | None:
-        """Inject the running turn's steering prompts before this model call."""
+        """Inject the running turn's steering prompts before this model call, then compact."""
         turn, store = self._turn, self._store
         content = turn.take_steers() if turn is not None else None
-        if content is None or store is None:
-            return None
-        event = AdkEvent(invocation_id=context.invocation_id, author="user", content=content)
-        await store.append_event(context.session, event)
-        request.contents.append(content)
+        if content is not None and store is not None:
+            event = AdkEvent(invocation_id=context.invocation_id, author="user", content=content)
+            await store.append_event(context.session, event)
+            request.contents.append(content)
+        if self._compactor is not None:
+            await self._compactor.before_model(request)
         return None
+
+    async def _after_model(self, context: CallbackContext,
+                           response: LlmResponse) -> LlmResponse | None:
+        if self._compactor is not None:
+            self._compactor.after_model(response)
+        return None
+
+    async def _compact(self) -> None:
+        """``compact``: the idle session's history (see the module docstring)."""
+        store, compactor = self._store, self._compactor
+        if self._turn is not None or self._queued:
+            self._emit(Error(code="session_busy", error_class="protocol",
+                             message="cannot compact while a turn runs"))
+            return
+        if store is None or compactor is None:
+            return
+        session = await store.get_session(app_name=APP_NAME, user_id=USER_ID,
+                                          session_id=self._session_id)
+        if session is not None:
+            await compactor.compact_history(
+                [e.content for e in session.events if e.content is not None and not e.partial])
 
     def _set_model(self, settings: ProviderSettings) -> None:
         """Point the slot at the new model; on failure keep the old one and say why."""

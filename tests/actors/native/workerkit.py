@@ -70,7 +70,8 @@ class WorkerRig:
                  models: dict[str, ScriptedLlm] | None = None,
                  context: ContextSettings = ContextSettings(), tools: list[str] | None = None,
                  environ: dict[str, str] | None = None,
-                 daemon: Callable[[Ask], Answer] | None = None) -> None:
+                 daemon: Callable[[Ask], Answer] | None = None,
+                 compaction: dict[str, Any] | None = None) -> None:
         self.cwd = tmp / "cwd"
         self.cwd.mkdir(exist_ok=True)
         self.home = tmp / "home"
@@ -84,7 +85,7 @@ class WorkerRig:
                                                     allow_tools=allow_tools or []),
                             session_id=session_id, store_dir=str(self.store),
                             prices=prices or {}, context=context, tools=tools,
-                            daemon_tools=daemon is not None)
+                            daemon_tools=daemon is not None, compaction=compaction or {})
         self.asks: list[Ask] = []
         self._daemon = daemon
         self._answering: set[asyncio.Task[None]] = set()
