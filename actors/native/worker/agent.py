@@ -26,6 +26,7 @@ from google.adk.models._capabilities import LlmCapabilities
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
@@ -34,7 +35,7 @@ from pydantic import PrivateAttr
 from actors.native.gate import Gate
 from actors.native.tools import ToolSpec, Workspace, call_tool
 
-__all__ = ["APP_NAME", "MODEL_KEY", "NOT_RUN", "REFUSED", "USER_ID", "CodingTool", "ModelSlot",
+__all__ = ["APP_NAME", "AfterTool", "BeforeModel", "BeforeTool", "MODEL_KEY", "NOT_RUN", "REFUSED", "USER_ID", "CodingTool", "ModelSlot",
            "SwitchableLlm", "build_app"]
 
 APP_NAME = "corral"
@@ -119,7 +120,8 @@ class SwitchableLlm(BaseLlm):
 
 def build_app(slot: ModelSlot, tools: list[BaseTool], *, instruction: Callable[[Any], str],
               before_model: list[BeforeModel], thinking: bool,
-              before_tool: BeforeTool | None = None, after_tool: AfterTool | None = None) -> App:
+              before_tool: BeforeTool | None = None, after_tool: AfterTool | None = None,
+              plugins: list[BasePlugin] | None = None) -> App:
     """The resumable ADK app around one ``LlmAgent`` (resumable: confirmations pause it).
 
     ``instruction`` is a provider function so that ADK does not expand ``{…}`` in it; ADK calls
@@ -136,7 +138,8 @@ def build_app(slot: ModelSlot, tools: list[BaseTool], *, instruction: Callable[[
         # Resumability is marked experimental; it is what makes a confirmation pause the run.
         warnings.filterwarnings("ignore", message=r".*ResumabilityConfig", category=UserWarning)
         resumable = ResumabilityConfig(is_resumable=True)
-    return App(name=APP_NAME, root_agent=agent, resumability_config=resumable)
+    return App(name=APP_NAME, root_agent=agent, resumability_config=resumable,
+               plugins=list(plugins or []))
 
 
 async def _tool_error(tool: BaseTool, args: dict[str, Any], tool_context: ToolContext,
