@@ -6,7 +6,7 @@ itself, in the session's cwd and home. Defaults are what a session gets with no 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -72,5 +72,5 @@ class ContextSettings(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=T
     """Named subagents; those of ``.claude/agents`` and ``.codex/agents`` files are added."""
     agent_files: bool = True
     """Also read subagents from ``~/.claude/agents``, ``~/.codex/agents`` and the repository's."""
-    subagent_depth: int = 2
+    subagent_depth: Annotated[int, msgspec.Meta(ge=0, le=8)] = 2
     """How deep subagents may call subagents (2: the session's subagents and theirs)."""

@@ -178,7 +178,7 @@ def _instruction(system: str, definition: SubagentDef) -> Callable[[Any], str]:
 
 
 def _tag(event: Event, name: str) -> Event:
-    if isinstance(event, (Assistant, Thought, Tool, Error)) and event.subagent is None:
+    if isinstance(event, (Assistant, Thought, Tool, Error)) and event.subagent is msgspec.UNSET:
         return msgspec.structs.replace(event, subagent=name)
     return event
 

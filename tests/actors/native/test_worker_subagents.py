@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET
+
 from protocol.events import Assistant, Error, Init, Tool
 from protocol.native_context import ContextSettings, SubagentDef
 from tests.fakes.model_script import call, say
@@ -57,9 +59,9 @@ def test_a_subagent_call_runs_it_on_the_task_and_returns_its_final_text(tmp_path
             assert [t.subagent for t in read] == ["reviewer", "reviewer"]
             handoff = [t for t in tools(events) if t.name == "reviewer"]
             assert [t.phase for t in handoff] == ["started", "completed"]
-            assert all(t.subagent is None for t in handoff)
+            assert all(t.subagent is UNSET for t in handoff)
             said = [e for e in events if isinstance(e, Assistant)]
-            assert {e.subagent for e in said} == {"reviewer", None}
+            assert {e.subagent for e in said} == {"reviewer", UNSET}
             assert "".join(e.text for e in said if e.subagent == "reviewer") == "a.txt looks fine"
 
     run(body)
@@ -85,7 +87,7 @@ def test_the_third_level_of_subagents_is_refused(tmp_path: Path) -> None:
             assert responses(requests[5])[-1] == {"output": "level one done"}
             done = [t for t in tools(events, "completed") if t.name == "loop"]
             assert [(t.subagent, t.is_error) for t in done] == [
-                ("loop", True), ("loop", False), (None, False)]
+                ("loop", True), ("loop", False), (UNSET, False)]
 
     run(body)
 
@@ -130,7 +132,7 @@ def test_claude_and_codex_agent_files_become_subagents(tmp_path: Path) -> None:
             assert "Run tests." in system(sub)
             warned = [e for e in rig.events if isinstance(e, Error)]
             assert any(e.code == "native.subagents.bad_name" for e in warned)
-            assert [t.subagent for t in tools(events) if t.name == "tester"] == [None, None]
+            assert [t.subagent for t in tools(events) if t.name == "tester"] == [UNSET, UNSET]
 
     run(body)
 
