@@ -40,7 +40,7 @@ from actors.native.accounting import TurnAccount
 from actors.native.gate import Gate
 from actors.native.models import ModelError, ProviderConfig, build_model, close_model
 from actors.native.tools import TOOLS, Limits, Workspace
-from protocol.events import Error, Event, Init, ToolKind
+from protocol.events import Error, Event, Init, ToolKind, Usage
 from protocol.native_context import SubagentDef
 from protocol.native import (
     Command, Decide, Interrupt, Prompt, ProviderSettings, SetModel, Shutdown, Start, Steer,
@@ -201,9 +201,13 @@ class Worker:
             return []
         wiring = Wiring(system=system, before_model=[depth.before_model],
                         before_tool=depth.before_tool, after_tool=depth.after_tool,
-                        plugins=plugins, kinds=_kinds())
+                        plugins=plugins, kinds=_kinds(), on_usage=self._subagent_usage)
         return Subagents(depth.subagents, max_depth=start.context.subagent_depth, tools=tools,
                          slot=self._subagent_slot, wiring=wiring, emit=self._emit).tools
+
+    def _subagent_usage(self, model: str, usage: Usage) -> None:
+        if self._turn is not None:
+            self._turn.add_usage(model, usage)
 
     def _subagent_slot(self, definition: SubagentDef) -> ModelSlot:
         """The session's slot, or one of the model a subagent names (of the same provider)."""

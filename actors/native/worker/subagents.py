@@ -13,7 +13,8 @@ parent's and emitted into the session's stream with ``subagent`` set to its name
   ``max_depth`` (``subagent_depth``, default 2) does not run: its result is an error.
 * Permissions: the coding tools of a subagent ask the session's ``Gate`` as the parent's do
   (allow rules, the mode, ``allow_always`` answers); a subagent cannot stop to ask the user,
-  so a call that would ask does not run and its result says so. The policy, hook and
+  so a call that would ask does not run and its result says so.
+* Usage: each model call of a subagent counts in the running turn's usage and cost. The policy, hook and
   active-tool callbacks of ``worker.depth`` and the plugins apply to subagents too.
 * Interrupts cancel the parent's tool call, which cancels the subagent's run with it.
 """
@@ -38,12 +39,14 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from actors.native.context.policy import tool_name
-from actors.native.models import ModelError
+from actors.native.models import ModelError, usage_of
 from actors.native.tools import call_tool
-from protocol.events import Assistant, Error, Event, Thought, Tool, ToolKind
+from protocol.events import Assistant, Error, Event, Thought, Tool, ToolKind, Usage
 from protocol.native_context import SubagentDef
 
-from .agent import USER_ID, AfterTool, BeforeModel, BeforeTool, CodingTool, ModelSlot, build_app
+from .agent import (
+    MODEL_KEY, USER_ID, AfterTool, BeforeModel, BeforeTool, CodingTool, ModelSlot, build_app,
+)
 from .events import EventMapper
 
 __all__ = ["NO_ASK", "SubagentTool", "Subagents", "Wiring"]
@@ -67,6 +70,8 @@ class Wiring(msgspec.Struct, kw_only=True, frozen=True):
     after_tool: AfterTool | None = None
     plugins: list[BasePlugin] = []
     kinds: Mapping[str, ToolKind] = {}
+    on_usage: Callable[[str, Usage], None] | None = None
+    """Counts each model call of a subagent (model NAME, usage) in the running turn."""
 
 
 class SubagentTool(BaseTool):
@@ -96,6 +101,7 @@ class Subagents:
         self._max_depth = max_depth
         self._emit = emit
         self._kinds = wiring.kinds
+        self._on_usage = wiring.on_usage
         self._count = itertools.count(1)
         self.tools: list[BaseTool] = [SubagentTool(n, d, self) for n, d in definitions.items()]
         everything = [*(_no_ask(t) for t in tools), *self.tools]
@@ -146,7 +152,13 @@ class Subagents:
                 async for event in stream:
                     for out in mapper.map(event):
                         self._emit(_tag(out, name))
-                    if not event.partial and event.author != "user" and event.content:
+                    if event.partial or event.author == "user":
+                        continue
+                    usage = usage_of(event)
+                    if usage is not None and self._on_usage is not None:
+                        model = str((event.custom_metadata or {}).get(MODEL_KEY, ""))
+                        self._on_usage(model.partition("/")[2], usage)
+                    if event.content:
                         text = "".join(p.text or "" for p in event.content.parts or []
                                        if p.text and not p.thought)
                         if text:

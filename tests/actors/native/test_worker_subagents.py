@@ -44,6 +44,9 @@ def test_a_subagent_call_runs_it_on_the_task_and_returns_its_final_text(tmp_path
             (rig.cwd / "a.txt").write_text("hello\n")
             events = await rig.turn("please review")
             assert not result(events).is_error
+            # four model calls of 20 in / 5 out each, two of them the subagent's
+            assert result(events).usage.input_tokens == 80
+            assert result(events).usage.output_tokens == 20
             init = next(e for e in rig.events if isinstance(e, Init))
             assert "reviewer" in init.tools
             parent, sub, sub_answer, last = rig.llm.requests
