@@ -7,9 +7,9 @@ from typing import Any
 
 from msgspec import UNSET
 
-from protocol.events import Assistant, Error, Init, Tool
+from protocol.events import Assistant, Error, Init, Result
 from protocol.native_context import ContextSettings, SubagentDef
-from tests.fakes.model_script import call, say
+from tests.fakes.model_script import call, hang, say
 from tests.fakes.scripted_llm import ScriptedLlm
 
 from .workerkit import WorkerRig, responses, result, run, texts, tools
@@ -22,6 +22,11 @@ def put(path: Path, text: str) -> None:
 
 def declared(request: Any) -> list[str]:
     return [d.name for t in (request.config.tools or []) for d in (t.function_declarations or [])]
+
+
+def described(request: Any) -> dict[str, str]:
+    return {d.name: d.description for t in (request.config.tools or [])
+            for d in (t.function_declarations or [])}
 
 
 def system(request: Any) -> str:
@@ -128,9 +133,7 @@ def test_claude_and_codex_agent_files_become_subagents(tmp_path: Path) -> None:
             init = next(e for e in rig.events if isinstance(e, Init))
             assert {"tester", "planner"} <= set(init.tools)
             parent, sub, _ = rig.llm.requests
-            assert "Runs tests" in [d.description for t in parent.config.tools or []
-                                    for d in t.function_declarations or []
-                                    if d.name == "tester"]
+            assert described(parent)["tester"] == "Runs tests"
             assert sorted(declared(sub)) == ["bash", "grep", "read"]
             assert "Run tests." in system(sub)
             warned = [e for e in rig.events if isinstance(e, Error)]
@@ -151,5 +154,21 @@ def test_a_subagent_of_the_sessions_provider_uses_its_own_model(tmp_path: Path) 
             await rig.turn("go")
             assert texts(small.requests[0]) == ["t"]
             assert responses(rig.llm.requests[1])[-1] == {"output": "from the small model"}
+
+    run(body)
+
+
+def test_an_interrupt_stops_a_running_subagent(tmp_path: Path) -> None:
+    context = ContextSettings(subagents={"slow": SubagentDef(instructions="Take time.")},
+                              agent_files=False)
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [call("slow", task="t"), hang()], context=context) as rig:
+            await rig.prompt("go")
+            await rig.until(lambda e: isinstance(e, Assistant) and e.subagent == "slow")
+            await rig.interrupt()
+            events = await rig.until(lambda e: isinstance(e, Result))
+            assert result(events).stop_reason == "interrupted"
+            assert rig.llm.cancelled == 1
 
     run(body)
