@@ -50,6 +50,8 @@ class Assistant(Message, tag="assistant", kw_only=True, frozen=True):
 
     text: str
     delta: bool = False
+    subagent: str | msgspec.UnsetType = msgspec.UNSET
+    """The subagent (of a native session) this event comes from; absent: the session's own agent."""
 
 
 class Thought(Message, tag="thought", kw_only=True, frozen=True):
@@ -57,6 +59,8 @@ class Thought(Message, tag="thought", kw_only=True, frozen=True):
 
     text: str
     delta: bool = False
+    subagent: str | msgspec.UnsetType = msgspec.UNSET
+    """The subagent (of a native session) this event comes from; absent: the session's own agent."""
 
 
 class User(Message, tag="user", kw_only=True, frozen=True):
@@ -76,6 +80,8 @@ class Tool(Message, tag="tool", kw_only=True, frozen=True):
     input: Any = None
     output: Any = None
     is_error: bool = False
+    subagent: str | msgspec.UnsetType = msgspec.UNSET
+    """The subagent (of a native session) this event comes from; absent: the session's own agent."""
 
 
 class Permission(Message, tag="permission", kw_only=True, frozen=True):
@@ -125,6 +131,8 @@ class Error(Message, tag="error", kw_only=True, frozen=True):
     code: str
     message: str
     error_class: ErrorClass = msgspec.field(default="unknown", name="class")
+    subagent: str | msgspec.UnsetType = msgspec.UNSET
+    """The subagent (of a native session) this event comes from; absent: the session's own agent."""
 
 
 class UsageReport(Message, tag="usage", kw_only=True, frozen=True):

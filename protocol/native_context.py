@@ -6,11 +6,11 @@ itself, in the session's cwd and home. Defaults are what a session gets with no 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
-__all__ = ["ContextSettings", "HookCommand", "HookEvent", "HookMatcher"]
+__all__ = ["ContextSettings", "HookCommand", "HookEvent", "HookMatcher", "SubagentDef"]
 
 HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]
 """The hook events of native sessions, named as in Claude Code's settings."""
@@ -31,6 +31,19 @@ class HookMatcher(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fiel
 
     matcher: str = ""
     hooks: list[HookCommand] = []
+
+
+class SubagentDef(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """One named subagent (``[native.subagents.NAME]``): a tool of the same name runs it on a task.
+
+    ``tools`` ``None``: every tool of the session, subagents included; else only those named
+    (Claude's names such as ``Read`` are accepted). ``model`` ``None`` or ``inherit``: the
+    session's model; a ``PROVIDER/NAME`` of the session's provider: that model."""
+
+    description: str = ""
+    instructions: str = ""
+    tools: list[str] | None = None
+    model: str | None = None
 
 
 class ContextSettings(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
@@ -55,3 +68,9 @@ class ContextSettings(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=T
     """Command hooks in the shape of Claude Code's settings ``hooks`` object."""
     claude_hooks: bool = False
     """Also run the hooks of the repository's ``.claude/settings.json``."""
+    subagents: dict[str, SubagentDef] = {}
+    """Named subagents; those of ``.claude/agents`` and ``.codex/agents`` files are added."""
+    agent_files: bool = True
+    """Also read subagents from ``~/.claude/agents``, ``~/.codex/agents`` and the repository's."""
+    subagent_depth: Annotated[int, msgspec.Meta(ge=0, le=8)] = 2
+    """How deep subagents may call subagents (2: the session's subagents and theirs)."""

@@ -28,6 +28,7 @@ from google.adk.models._capabilities import LlmCapabilities
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
@@ -37,8 +38,9 @@ from pydantic import PrivateAttr
 from actors.native.gate import Gate
 from actors.native.tools import ToolSpec, Workspace, call_tool
 
-__all__ = ["APP_NAME", "MODEL_KEY", "NOT_RUN", "REFUSED", "USER_ID", "AfterEdit", "CodingTool",
-           "ModelSlot", "SwitchableLlm", "build_app", "confirm"]
+__all__ = ["APP_NAME", "AfterEdit", "AfterTool", "BeforeModel", "BeforeTool", "MODEL_KEY",
+           "NOT_RUN", "REFUSED", "USER_ID", "CodingTool", "ModelSlot", "SwitchableLlm", "build_app",
+           "confirm"]
 
 APP_NAME = "corral"
 USER_ID = "corral"
@@ -147,7 +149,8 @@ class SwitchableLlm(BaseLlm):
 def build_app(slot: ModelSlot, tools: list[BaseTool | BaseToolset], *,
               instruction: Callable[[Any], str], before_model: list[BeforeModel], thinking: bool,
               before_tool: BeforeTool | None = None, after_tool: AfterTool | None = None,
-              after_model: AfterModel | None = None) -> App:
+              after_model: AfterModel | None = None,
+              plugins: list[BasePlugin] | None = None) -> App:
     """The resumable ADK app around one ``LlmAgent`` (resumable: confirmations pause it).
 
     ``instruction`` is a provider function so that ADK does not expand ``{…}`` in it; ADK calls
@@ -165,7 +168,8 @@ def build_app(slot: ModelSlot, tools: list[BaseTool | BaseToolset], *,
         # Resumability is marked experimental; it is what makes a confirmation pause the run.
         warnings.filterwarnings("ignore", message=r".*ResumabilityConfig", category=UserWarning)
         resumable = ResumabilityConfig(is_resumable=True)
-    return App(name=APP_NAME, root_agent=agent, resumability_config=resumable)
+    return App(name=APP_NAME, root_agent=agent, resumability_config=resumable,
+               plugins=list(plugins or []))
 
 
 async def _tool_error(tool: BaseTool, args: dict[str, Any], tool_context: ToolContext,

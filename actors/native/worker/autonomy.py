@@ -190,6 +190,11 @@ class AutonomousRun:
     def decide(self, permission_id: str, decision: Decision) -> bool:
         return self._inner is not None and self._inner.decide(permission_id, decision)
 
+    def add_usage(self, model: str, usage: Usage) -> None:
+        """A subagent's model call counts in the turn that runs it."""
+        if self._inner is not None:
+            self._inner.add_usage(model, usage)
+
     # --- the run ----------------------------------------------------------------------
 
     async def run(self) -> None:

@@ -40,6 +40,7 @@ from google.adk.events.event import Event as AdkEvent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
 from google.adk.tools.base_tool import BaseTool
 
@@ -48,7 +49,8 @@ from actors.native.compaction import CompactionConfig
 from actors.native.gate import Gate
 from actors.native.models import ModelError, ProviderConfig, build_model, close_model
 from actors.native.tools import TOOLS, Limits, Workspace
-from protocol.events import Error, Event, Init, ToolKind
+from protocol.events import Error, Event, Init, ToolKind, Usage
+from protocol.native_context import SubagentDef
 from protocol.native import (
     Ask, Command, Compact, Decide, DiagnosticsReport, Interrupt, McpResult, McpTools, Prompt,
     ProviderSettings, SetModel, Shutdown, Start, Steer,
@@ -65,7 +67,9 @@ from .depth import Depth
 from .skills import SKILL_TOOLS
 from .events import EventMapper
 from .link import DaemonLink
+from .plugins import load_plugins
 from .store import JsonlSessionService, StoreCorrupt, new_session_id
+from .subagents import Subagents, Wiring
 from .turn import Turn
 
 __all__ = ["ModelFactory", "StartFailed", "Worker", "default_model"]
@@ -110,6 +114,7 @@ class Worker:
         self._gate: Gate | None = None
         self._depth: Depth | None = None
         self._compactor: Compactor | None = None
+        self._start_settings: ProviderSettings | None = None
         self._session_id = ""
         self._turn: Turn | AutonomousRun | None = None
         self._done = DoneBox()
@@ -201,6 +206,7 @@ class Worker:
             raise StartFailed(str(exc)) from exc
         self._start, self._store, self._session_id = start, store, session_id
         self._gate = Gate(start.permissions)
+        self._start_settings = start.provider
         self._slot = ModelSlot(llm, start.model)
         self._models.append(llm)
         slot = self._slot
@@ -226,15 +232,53 @@ class Worker:
         if link is not None:
             tools += [DiagnosticsTool(link), McpToolset(link, self._gate)]
         self._depth = depth
+        plugins = load_plugins(self._emit)
+        # Subagents get the session's tools but not its MCP toolset (listed per request).
+        plain = [tool for tool in tools if isinstance(tool, BaseTool)]
+        tools += self._subagents(start, depth, plain, plugins, _SYSTEM.format(cwd=workspace.root))
         app = build_app(self._slot, tools, instruction=depth.instruction,
                         before_model=[self._before_model, depth.before_model],
                         before_tool=depth.before_tool, after_tool=depth.after_tool,
-                        after_model=self._after_model, thinking=start.thinking)
+                        after_model=self._after_model, thinking=start.thinking, plugins=plugins)
         self._runner = Runner(app=app, session_service=store)
         names = [tool.name for tool in tools if not isinstance(tool, McpToolset)]
         self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
                         tools=depth.tool_names(names)))
         self._resume_autonomous()
+
+    def _subagents(self, start: Start, depth: Depth, tools: list[BaseTool],
+                   plugins: list[BasePlugin], system: str) -> list[BaseTool]:
+        """The session's subagent tools (``worker.subagents``); none without definitions."""
+        if not depth.subagents:
+            return []
+        wiring = Wiring(system=system, before_model=[depth.before_model],
+                        before_tool=depth.before_tool, after_tool=depth.after_tool,
+                        plugins=plugins, kinds=_kinds(), on_usage=self._subagent_usage)
+        return Subagents(depth.subagents, max_depth=start.context.subagent_depth, tools=tools,
+                         slot=self._subagent_slot, wiring=wiring, emit=self._emit).tools
+
+    def _subagent_usage(self, model: str, usage: Usage) -> None:
+        if self._turn is not None:
+            self._turn.add_usage(model, usage)
+
+    def _subagent_slot(self, definition: SubagentDef) -> ModelSlot:
+        """The session's slot, or one of the model a subagent names (of the same provider)."""
+        slot, settings = self._slot, self._start_settings
+        assert slot is not None and settings is not None
+        spec = definition.model
+        if not spec or spec == "inherit" or spec == slot.spec:
+            return slot
+        provider, _, name = spec.partition("/")
+        try:
+            if provider != settings.provider or not name:
+                raise ValueError(f"not a model of the session's provider {settings.provider}")
+            llm = self._model_factory(msgspec.structs.replace(settings, model=name))
+        except (ModelError, ValueError, KeyError) as exc:
+            self._emit(Error(code="native.subagents.model_ignored", error_class="unknown",
+                             message=f"subagent model {spec}: {exc}; the session's is used"))
+            return slot
+        self._models.append(llm)
+        return ModelSlot(llm, spec)
 
     async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
         wanted = start.session_id
@@ -262,8 +306,7 @@ class Worker:
         if self._turn is not None or not self._queued or start is None or runner is None \
                 or store is None or gate is None:
             return
-        kinds: dict[str, ToolKind] = ({spec.name: spec.kind for spec in TOOLS}
-                                      | dict.fromkeys(SKILL_TOOLS, "read"))
+        kinds = _kinds()
         kinds[DIAGNOSTICS] = "read"
         hooks = self._depth if self._depth is not None and self._depth.hooks else None
 
@@ -354,3 +397,8 @@ class Worker:
             return
         self._models.append(llm)
         self._slot.llm, self._slot.spec = llm, settings.spec
+
+
+def _kinds() -> dict[str, ToolKind]:
+    """The kind of each tool the session may have (others, subagents included, are ``other``)."""
+    return {spec.name: spec.kind for spec in TOOLS} | dict.fromkeys(SKILL_TOOLS, "read")

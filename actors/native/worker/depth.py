@@ -15,6 +15,8 @@ policy they carry, and the session's active tool set.
   the active files' plus those of the skills loaded in the running turn (``end_turn`` drops
   these).
 * ``after_tool``: the ``path`` a tool worked on is a touch, which may activate nested files.
+* ``subagents``: the session's subagent definitions (``context.agents``; their warnings are
+  reported with the instructions'); the worker makes them tools (``worker.subagents``).
 * ``tools``: the skill tools (``worker.skills``) when the session has skills; discovery warnings
   of skills are reported with the instructions' at the first model call.
 * command hooks (``[native.hooks]``, plus the repository's ``.claude/settings.json`` ones with
@@ -46,6 +48,7 @@ from google.genai import types
 from actors.native.context import (
     Discovery, Instructions, PolicySet, ToolPolicy, discover_skills, repo_root,
 )
+from actors.native.context.agents import discover_subagents
 from actors.native.context.documents import ContextWarning, read_text
 from protocol.events import Error, Event
 from protocol.native_context import ContextSettings, HookEvent, HookMatcher
@@ -79,6 +82,9 @@ class Depth:
         self.tools = skill_tools(self.catalog, settings.max_file_bytes,
                                  self._turn_policies.append)
         self._unreported = list(self.catalog.warnings)
+        self.subagents, found = discover_subagents(settings, home=home,
+                                                   repo_root=repo_root(Path(cwd)))
+        self._unreported += found
         hooks = dict(settings.hooks)
         if settings.claude_hooks:
             for event, matchers in self._project_hooks(repo_root(Path(cwd))).items():

@@ -46,7 +46,7 @@ from google.genai import types
 from actors.native.accounting import TurnAccount
 from actors.native.gate import Gate
 from actors.native.models import ModelError, usage_of
-from protocol.events import Decision, Error, Event, Result
+from protocol.events import Decision, Error, Event, Result, Usage
 
 from .agent import MODEL_KEY, NOT_RUN, USER_ID
 from .events import CONFIRMATION, EventMapper
@@ -111,6 +111,10 @@ class Turn:
         """Steering prompts that never reached the model (the turn ended first); emptied."""
         left, self._steers = self._steers, []
         return left
+
+    def add_usage(self, model: str, usage: Usage) -> None:
+        """Count a model call made for this turn elsewhere (a subagent's) in its account."""
+        self._account.add(model, usage)
 
     def interrupt(self) -> None:
         """Abort the in-flight model call or tool, or stop waiting for decisions."""
