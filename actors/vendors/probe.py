@@ -20,6 +20,7 @@ carries a reason a user can act on (``pi --version did not answer within 30s``),
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from typing import Literal, TypeVar
 import msgspec
 import trio
 
-from protocol.errors import CorralError
+from protocol.errors import ChildExited, CorralError
 from supervisor.proc import ProcessChild, ProcessSpec, open_child
 
 __all__ = ["OUTPUT_LIMIT", "ProbeFailed", "Ran", "ask_probe", "package_version", "parse_version",
@@ -95,7 +96,8 @@ async def ask_probe(argv: list[str], env: Mapping[str, str], request: bytes,
     name = label or _name(argv)
 
     async def talk(child: ProcessChild) -> T | ProbeFailed:
-        await child.send(request)
+        with contextlib.suppress(ChildExited):  # it ended unread: what it printed still counts
+            await child.send(request)
         async for line in child.frames():
             if not line.strip():
                 continue

@@ -72,8 +72,10 @@ async def test_two_sessions_each_diff_their_own_work_then_merge_conflict_and_dis
         merged = await client.ok("workspace.merge", session_id=one["id"], strategy="merge")
         assert git(repo, "rev-parse", "HEAD") == merged["commit"]
         assert (repo / "src" / "one.txt").read_text() == "from one\n"
-        announced = await client.events_until(one["id"], lambda f: f["event"]["type"] == "workspace")
-        assert announced[-1]["event"]["state"] == "merged"
+        # (a ``changed`` recount after the turn's result may come first)
+        announced = await client.events_until(
+            one["id"], lambda f: f["event"]["type"] == "workspace" and f["event"]["state"] == "merged")
+        assert announced[-1]["event"]["branch"] == "corral/one"
 
         worktrees = [Path(one["workspace"]["path"]), Path(two["workspace"]["path"])]
         before = fingerprint(repo, *worktrees) + git(repo, "for-each-ref")
