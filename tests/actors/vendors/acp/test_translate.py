@@ -163,6 +163,18 @@ def test_a_decision_picks_the_agents_option_by_kind(decision: Any, option: str) 
         t.decide("c1", "allow", 0.0)
 
 
+def test_a_permission_shows_the_input_it_carries_over_an_earlier_partial_one() -> None:
+    # OpenCode 1.18.33 announces a bash call with only its cwd and may ask for permission (with
+    # the command) before the update that fills the input in.
+    t = opened()
+    t.prompt("go", 0.0)
+    t.receive(update("tool_call", toolCallId="c1", title="bash", kind="execute",
+                     status="pending", rawInput={"cwd": CWD}), 0.0)
+    out = t.receive(permission_request(0, "c1", rawInput={"command": "touch x"}), 0.0)
+    (ask,) = events(out)
+    assert isinstance(ask, Permission) and ask.input == {"cwd": CWD, "command": "touch x"}
+
+
 def test_interrupt_cancels_open_requests_and_the_turn_ends_interrupted() -> None:
     t = opened()
     (prompt,) = sent(t.prompt("go", 0.0))
