@@ -46,13 +46,15 @@ def _write(agent: str, work: Path, name: str, text: str) -> Turn:
         return call("write_file", file_path=path, content=text)
     if agent == "copilot":
         return call("create", path=path, file_text=text)
+    if agent == "opencode-acp":
+        return call("write", filePath=path, content=text)
     return call("mcp__acp__Write", file_path=path, content=text)
 
 
 def _shell(agent: str, command: str) -> Turn:
     if agent == "gemini":
         return call("run_shell_command", command=command)
-    if agent == "copilot":
+    if agent in ("copilot", "opencode-acp"):
         return call("bash", command=command, description="run it")
     return call("mcp__acp__Bash", command=command, description="run it", timeout=10000)
 

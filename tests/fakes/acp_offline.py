@@ -12,6 +12,10 @@ key and keep it off the network; ``home`` is a temporary directory for its confi
   Completions at ``/v1``, ``COPILOT_HOME`` in ``home``.
 * ``claude-acp``: Claude Code's switches (``IS_SANDBOX=1`` as root), ``CLAUDE_CONFIG_DIR`` in
   ``home``; its title, "files modified" and token-count calls on a small model are ``aside``.
+* ``opencode-acp``: ``opencode acp`` with ``tests.fakes.opencode_offline``'s private XDG
+  directories and switches, its fake provider in ``OPENCODE_CONFIG_CONTENT`` (Chat Completions
+  at ``/v1``); the model ``fake/fake-model`` is set through its ``model`` config option; its
+  title-generation calls are ``aside``.
 
 ``PINNED`` are the versions ``.ci/run`` installs and the recordings were made with.
 """
@@ -23,15 +27,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from tests.fakes import opencode_offline
 from tests.fakes.model_server import Recorded
 
 __all__ = ["AGENTS", "MODELS", "PINNED", "aside", "binary", "install_hint", "offline"]
 
-PINNED = {"gemini": "0.61.0", "copilot": "1.0.102", "claude-acp": "0.16.2"}
+PINNED = {"gemini": "0.61.0", "copilot": "1.0.102", "claude-acp": "0.16.2",
+          "opencode-acp": opencode_offline.PINNED}
 PACKAGES = {"gemini": "@google/gemini-cli", "copilot": "@github/copilot",
-            "claude-acp": "@zed-industries/claude-code-acp"}
-BINARIES = {"gemini": "gemini", "copilot": "copilot", "claude-acp": "claude-code-acp"}
-MODELS = {"gemini": "gemini-2.5-flash", "copilot": "gpt-4.1", "claude-acp": None}
+            "claude-acp": "@zed-industries/claude-code-acp", "opencode-acp": "opencode-ai"}
+BINARIES = {"gemini": "gemini", "copilot": "copilot", "claude-acp": "claude-code-acp",
+            "opencode-acp": "opencode"}
+MODELS = {"gemini": "gemini-2.5-flash", "copilot": "gpt-4.1", "claude-acp": None,
+          "opencode-acp": opencode_offline.MODEL}
 AGENTS = tuple(PINNED)
 
 _CLAUDE_SWITCHES = {
@@ -66,6 +74,9 @@ def offline(agent: str, port: int, home: Path) -> tuple[dict[str, str], dict[str
     elif agent == "copilot":
         env = {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{base}/v1",
                "COPILOT_PROVIDER_API_KEY": "test-key-copilot", "HOME": str(home)}
+    elif agent == "opencode-acp":
+        env = {**opencode_offline.offline_env(home), "OPENCODE_CONFIG_CONTENT": json.dumps(
+            opencode_offline.provider_config(port))}
     else:
         env = {**_CLAUDE_SWITCHES, "ANTHROPIC_BASE_URL": base,
                "ANTHROPIC_API_KEY": "sk-ant-test-key", "HOME": str(home)}
@@ -78,6 +89,8 @@ def aside(agent: str) -> Any:
         return lambda r: r.path.endswith(":generateContent")
     if agent == "claude-acp":
         return _claude_aside
+    if agent == "opencode-acp":
+        return opencode_offline.title_aside
     return None
 
 

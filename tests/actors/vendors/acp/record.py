@@ -46,13 +46,15 @@ def write_call(agent: str, path: str, text: str, client_fs: bool) -> Turn:
         return call("write_file", file_path=path, content=text)
     if agent == "copilot":
         return call("create", path=path, file_text=text)
+    if agent == "opencode-acp":
+        return call("write", filePath=path, content=text)
     return call(("mcp__acp__" if client_fs else "") + "Write", file_path=path, content=text)
 
 
 def shell_call(agent: str, command: str, client: bool) -> Turn:
     if agent == "gemini":
         return call("run_shell_command", command=command)
-    if agent == "copilot":
+    if agent in ("copilot", "opencode-acp"):
         return call("bash", command=command, description="run it")
     return call(("mcp__acp__" if client else "") + "Bash", command=command, timeout=10000)
 
