@@ -192,6 +192,18 @@ def test_interrupt_cancels_open_requests_and_the_turn_ends_interrupted() -> None
     assert result.stop_reason == "interrupted"
 
 
+def test_a_turn_the_agent_cancels_itself_after_a_refusal_ends_normally() -> None:
+    # codex-acp 0.16.0 offers no rejection that lets the model go on: its reject option "abort"
+    # ends the prompt "cancelled" though no client interrupted.
+    t = opened()
+    (prompt,) = sent(t.prompt("go", 0.0))
+    t.receive(permission_request(5, "c1", rawInput={"command": "touch x"}), 0.0)
+    t.decide("c1", "deny", 0.0)
+    out = t.receive(line({"id": prompt["id"], "result": {"stopReason": "cancelled"}}), 0.0)
+    (result,) = [e for e in out if isinstance(e, Result)]
+    assert (result.stop_reason, result.is_error) == ("end_turn", False)
+
+
 def test_a_failed_prompt_is_a_classified_error_and_an_error_result() -> None:
     t = opened()
     (prompt,) = sent(t.prompt("go", 0.0))
