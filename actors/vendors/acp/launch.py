@@ -1,6 +1,7 @@
 """The launch builder: a ``HarnessRequest`` and a profile in, the agent's argv and env out.
 
-``argv`` is ``[binary, *profile.args, (profile.model_arg, model)?, *options.extra_args]``.
+``argv`` is ``[binary, *profile.args, *mode_args, (profile.model_arg, model)?,
+*options.extra_args]`` (``mode_args``: the profile's arguments for the permission mode).
 
 * ``options.binary`` picks the executable (else the detected one, else ``profile.binary``).
 * ``model`` goes on the command line when the profile has a flag for it; otherwise the
@@ -40,7 +41,8 @@ def build_launch(request: HarnessRequest, profile: Profile, *, default_binary: s
                  wait: float = 0.0) -> Launch:
     """The argv, env overrides and cwd that start ``profile``'s agent for ``request``."""
     options = vendor_options(request, AcpOptions)
-    argv = [options.binary or default_binary or profile.binary, *profile.args]
+    argv = [options.binary or default_binary or profile.binary, *profile.args,
+            *profile.mode_args.get(request.permissions.mode, ())]
     if request.model and profile.model_arg is not None:
         argv += [profile.model_arg, request.model]
     argv += options.extra_args

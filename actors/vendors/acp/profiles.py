@@ -59,6 +59,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     """corral permission mode → the agent's ``session/set_mode`` id."""
     config: dict[str, tuple[str, str]] = {}
     """corral permission mode → ``(configId, value)`` for ``session/set_config_option``."""
+    mode_args: dict[str, tuple[str, ...]] = {}
+    """corral permission mode → arguments after ``args``, for a mode the agent's session modes
+    do not offer (fixed for the child's life)."""
     mode_env: dict[str, dict[str, str]] = {}
     """corral permission mode → environment of the child, for agents whose ACP session has no
     permission mode to set (the session's ``env`` wins over it)."""
@@ -94,7 +97,11 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             min_version="0.16.2", package="@zed-industries/claude-code-acp",
             quirks=frozenset({"version_from_package"})),
     Profile(name="codex-acp", binary="codex-acp", home_env={"CODEX_HOME": ""},
-            package="@zed-industries/codex-acp"),
+            modes={"auto_edit": "auto", "auto": "full-access"},
+            mode_args={"ask": ("-c", 'approval_policy="untrusted"',
+                               "-c", 'sandbox_mode="workspace-write"')},
+            min_version="0.16.0", package="@zed-industries/codex-acp",
+            quirks=frozenset({"version_from_package"})),
     Profile(name="opencode-acp", binary="opencode", args=("acp",), package="opencode-ai",
             home_env={"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data"},
             mode_env={mode: {"OPENCODE_PERMISSION": _opencode_permission(edit, bash)}

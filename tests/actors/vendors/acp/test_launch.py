@@ -49,6 +49,19 @@ def test_opencode_acp_gets_its_permission_mode_in_env_and_its_xdg_homes() -> Non
     assert launch("ask", OPENCODE_PERMISSION="{}")["OPENCODE_PERMISSION"] == "{}"
 
 
+def test_codex_acp_asks_through_its_approval_policy_and_sets_other_modes_later() -> None:
+    def argv(mode: Any) -> list[str]:
+        built = build_launch(request(permissions=Permissions(mode=mode),
+                                     options={"home": "/h", "extra_args": ["-c", "x=1"]}),
+                             PROFILES["codex-acp"])
+        assert built.env == {"CODEX_HOME": "/h"}
+        return built.argv
+
+    assert argv("ask") == ["codex-acp", "-c", 'approval_policy="untrusted"',
+                           "-c", 'sandbox_mode="workspace-write"', "-c", "x=1"]
+    assert argv("auto_edit") == argv("auto") == ["codex-acp", "-c", "x=1"]  # session/set_mode
+
+
 def test_copilot_and_the_other_profiles_start_in_acp_mode() -> None:
     assert build_launch(request(), PROFILES["copilot"]).argv == [
         "copilot", "--acp", "--no-auto-update", "--disable-client-telemetry"]
