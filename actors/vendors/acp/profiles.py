@@ -25,8 +25,14 @@ Quirks (checked against the pinned versions):
 and session store live in ``XDG_CONFIG_HOME``/``XDG_DATA_HOME`` (``options.home``), and its model
 is the ``model`` config option (``provider/model``).
 
-Profiles for agents not pinned in ``.ci/run`` (``codex-acp``, ``cursor``, ``omp``, ``grok``)
-follow their vendors' documentation and carry no version floor.
+``codex-acp`` (0.16.0) has approval presets as session modes (``read-only``, ``auto``,
+``full-access``); ``read-only`` runs commands sandboxed without asking, so corral's ``ask`` is
+Codex's ``untrusted`` approval policy on the command line (``mode_args``). Refusing is its
+``abort`` option, which ends the turn (``cancelled``: see ``translate``). Its sandbox needs
+``bwrap`` on ``PATH``; the package ships none.
+
+Profiles for agents not pinned in ``.ci/run`` (``cursor``, ``omp``, ``grok``) follow their
+vendors' documentation and carry no version floor.
 """
 
 from __future__ import annotations
