@@ -25,7 +25,7 @@ import pytest
 import trio
 
 from tests.fakes.acp_offline import AGENTS, MODELS, PINNED, aside, binary, install_hint, offline
-from tests.fakes.model_script import Turn, call, hang, say
+from tests.fakes.model_script import Turn, call, custom, hang, say
 from tests.fakes.model_server import FakeModels, Recorded
 
 from .daemonproc import DaemonProc, raw_client, wait_gone
@@ -46,6 +46,9 @@ def _write(agent: str, work: Path, name: str, text: str) -> Turn:
         return call("write_file", file_path=path, content=text)
     if agent == "copilot":
         return call("create", path=path, file_text=text)
+    if agent == "codex-acp":
+        lines = "".join(f"+{line}\n" for line in text.splitlines())
+        return custom("apply_patch", f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch")
     if agent == "opencode-acp":
         return call("write", filePath=path, content=text)
     return call("mcp__acp__Write", file_path=path, content=text)
@@ -56,6 +59,8 @@ def _shell(agent: str, command: str) -> Turn:
         return call("run_shell_command", command=command)
     if agent in ("copilot", "opencode-acp"):
         return call("bash", command=command, description="run it")
+    if agent == "codex-acp":
+        return call("exec_command", cmd=command)
     return call("mcp__acp__Bash", command=command, description="run it", timeout=10000)
 
 
