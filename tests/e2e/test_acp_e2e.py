@@ -1,13 +1,14 @@
-"""Real ACP agents (Gemini CLI, Copilot CLI, claude-code-acp) through a real daemon, offline.
+"""Real ACP agents (Gemini CLI, Copilot CLI, claude-code-acp, ``opencode acp``, codex-acp)
+through a real daemon, offline.
 
 Each test runs for every pinned agent: a daemon process (``vendor_rig.daemon_session``) runs the
 agent with its model pointed at the fake model server of this test process
 (``tests.fakes.model_server`` on 127.0.0.1: Gemini's ``streamGenerateContent``, Chat
-Completions for Copilot, Anthropic Messages for claude-code-acp). Covered: a tool turn whose
-file appears, a permission denied then allowed from a second client, an interrupt during a slow
-turn, three turns on one process, SIGKILL of the agent followed by a restart that resumes the
-conversation (for Gemini after the next wall-clock minute, see the ``load_next_minute`` quirk),
-and a close that leaves no process. Skipped per agent when it is not installed, unless ``CI`` is
+Completions for Copilot and OpenCode, Anthropic Messages for claude-code-acp, Responses for
+codex-acp). Covered: a tool turn whose file appears, a permission denied then allowed from a
+second client, an interrupt during a slow turn, three turns on one process, SIGKILL of the agent
+followed by a restart that resumes the conversation (for Gemini after the next wall-clock
+minute, see the ``load_next_minute`` quirk), and a close that leaves no process. Skipped per agent when it is not installed, unless ``CI`` is
 set (then a missing agent fails).
 """
 
