@@ -1,13 +1,14 @@
-"""Real ACP agents (Gemini CLI, Copilot CLI, claude-code-acp) through a real daemon, offline.
+"""Real ACP agents (Gemini CLI, Copilot CLI, claude-code-acp, ``opencode acp``, codex-acp)
+through a real daemon, offline.
 
 Each test runs for every pinned agent: a daemon process (``vendor_rig.daemon_session``) runs the
 agent with its model pointed at the fake model server of this test process
 (``tests.fakes.model_server`` on 127.0.0.1: Gemini's ``streamGenerateContent``, Chat
-Completions for Copilot, Anthropic Messages for claude-code-acp). Covered: a tool turn whose
-file appears, a permission denied then allowed from a second client, an interrupt during a slow
-turn, three turns on one process, SIGKILL of the agent followed by a restart that resumes the
-conversation (for Gemini after the next wall-clock minute, see the ``load_next_minute`` quirk),
-and a close that leaves no process. Skipped per agent when it is not installed, unless ``CI`` is
+Completions for Copilot and OpenCode, Anthropic Messages for claude-code-acp, Responses for
+codex-acp). Covered: a tool turn whose file appears, a permission denied then allowed from a
+second client, an interrupt during a slow turn, three turns on one process, SIGKILL of the agent
+followed by a restart that resumes the conversation (for Gemini after the next wall-clock
+minute, see the ``load_next_minute`` quirk), and a close that leaves no process. Skipped per agent when it is not installed, unless ``CI`` is
 set (then a missing agent fails).
 """
 
@@ -25,7 +26,7 @@ import pytest
 import trio
 
 from tests.fakes.acp_offline import AGENTS, MODELS, PINNED, aside, binary, install_hint, offline
-from tests.fakes.model_script import Turn, call, hang, say
+from tests.fakes.model_script import Turn, call, custom, hang, say
 from tests.fakes.model_server import FakeModels, Recorded
 
 from .daemonproc import DaemonProc, raw_client, wait_gone
@@ -46,14 +47,21 @@ def _write(agent: str, work: Path, name: str, text: str) -> Turn:
         return call("write_file", file_path=path, content=text)
     if agent == "copilot":
         return call("create", path=path, file_text=text)
+    if agent == "codex-acp":
+        lines = "".join(f"+{line}\n" for line in text.splitlines())
+        return custom("apply_patch", f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch")
+    if agent == "opencode-acp":
+        return call("write", filePath=path, content=text)
     return call("mcp__acp__Write", file_path=path, content=text)
 
 
 def _shell(agent: str, command: str) -> Turn:
     if agent == "gemini":
         return call("run_shell_command", command=command)
-    if agent == "copilot":
+    if agent in ("copilot", "opencode-acp"):
         return call("bash", command=command, description="run it")
+    if agent == "codex-acp":
+        return call("exec_command", cmd=command)
     return call("mcp__acp__Bash", command=command, description="run it", timeout=10000)
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["Call", "Fail", "Step", "Turn", "call", "fail", "hang", "load_steps", "say"]
+__all__ = ["Call", "Fail", "Step", "Turn", "call", "custom", "fail", "hang", "load_steps", "say"]
 
 
 class Call(msgspec.Struct, kw_only=True, frozen=True):
@@ -33,6 +33,9 @@ class Call(msgspec.Struct, kw_only=True, frozen=True):
     name: str
     args: dict[str, Any] = {}
     id: str | None = None
+    input: str | None = None
+    """A freeform tool's text input (Codex's ``apply_patch``): on the Responses route the call is
+    a ``custom_tool_call`` (other routes send ``args``)."""
 
 
 class Turn(msgspec.Struct, tag="turn", kw_only=True, frozen=True):
@@ -81,6 +84,11 @@ def say(text: str, **kw: Any) -> Turn:
 def call(name: str, /, **args: Any) -> Turn:
     """The model calls tool ``name`` with ``args`` (and says nothing)."""
     return Turn(calls=[Call(name=name, args=args)])
+
+
+def custom(name: str, text: str, /) -> Turn:
+    """The model calls freeform tool ``name`` with ``text`` (and says nothing)."""
+    return Turn(calls=[Call(name=name, input=text)])
 
 
 def fail(status: int, **kw: Any) -> Fail:

@@ -151,6 +151,19 @@ def _responses(turn: Turn, model: str, n: int) -> list[Frame]:
         ev("response.output_item.done", output_index=index, item=done)
         out.append(done)
     for c, call_id in zip(turn.calls, call_ids(turn, n)):
+        if c.input is not None:
+            index, iid = len(out), f"ctc_{n}_{len(out)}"
+            item = {"id": iid, "type": "custom_tool_call", "status": "in_progress",
+                    "call_id": call_id, "name": c.name, "input": ""}
+            ev("response.output_item.added", output_index=index, item=item)
+            ev("response.custom_tool_call_input.delta", item_id=iid, output_index=index,
+               delta=c.input)
+            ev("response.custom_tool_call_input.done", item_id=iid, output_index=index,
+               input=c.input)
+            done = {**item, "status": "completed", "input": c.input}
+            ev("response.output_item.done", output_index=index, item=done)
+            out.append(done)
+            continue
         index, iid = len(out), f"fc_{n}_{len(out)}"
         args = _dump(c.args)
         item = {"id": iid, "type": "function_call", "status": "in_progress", "call_id": call_id,

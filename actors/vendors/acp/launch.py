@@ -1,11 +1,13 @@
 """The launch builder: a ``HarnessRequest`` and a profile in, the agent's argv and env out.
 
-``argv`` is ``[binary, *profile.args, (profile.model_arg, model)?, *options.extra_args]``.
+``argv`` is ``[binary, *profile.args, *mode_args, (profile.model_arg, model)?,
+*options.extra_args]`` (``mode_args``: the profile's arguments for the permission mode).
 
 * ``options.binary`` picks the executable (else the detected one, else ``profile.binary``).
 * ``model`` goes on the command line when the profile has a flag for it; otherwise the
   translator sends ``session/set_model`` once the session is open.
-* ``env``: the profile's fixed env, then the session's ``env`` (keys and base URLs reach the
+* ``env``: the profile's fixed env, then its ``mode_env`` for the session's permission mode,
+  then the session's ``env`` (keys and base URLs reach the
   agent this way), then ``options.home`` in each of ``profile.home_env`` (the agent's config home).
 * MCP servers travel in ``session/new`` in ACP's shape (``mcp_servers``), never in argv or env.
 * ``wait`` seconds (the ``load_next_minute`` quirk, computed by the driver) wrap the command as
@@ -39,13 +41,15 @@ def build_launch(request: HarnessRequest, profile: Profile, *, default_binary: s
                  wait: float = 0.0) -> Launch:
     """The argv, env overrides and cwd that start ``profile``'s agent for ``request``."""
     options = vendor_options(request, AcpOptions)
-    argv = [options.binary or default_binary or profile.binary, *profile.args]
+    argv = [options.binary or default_binary or profile.binary, *profile.args,
+            *profile.mode_args.get(request.permissions.mode, ())]
     if request.model and profile.model_arg is not None:
         argv += [profile.model_arg, request.model]
     argv += options.extra_args
     if wait > 0:
         argv = ["/bin/sh", "-c", 'sleep "$0" && exec "$@"', f"{wait:.1f}", *argv]
-    env = {**profile.env, **request.env, **home_env(options.home, dict.fromkeys(profile.home_env, ""))}
+    mode_env = profile.mode_env.get(request.permissions.mode, {})
+    env = {**profile.env, **mode_env, **request.env, **home_env(options.home, profile.home_env)}
     mcp_servers(request.mcp_servers)  # refuse a bad server list before the spawn
     return Launch(argv=argv, env=env, cwd=request.cwd)
 

@@ -19,11 +19,25 @@ Quirks (checked against the pinned versions):
 * ``version_from_package``: ``--version`` prints nothing; the version is the npm package's
   (``claude-code-acp``).
 
-Profiles for agents not pinned in ``.ci/run`` (``codex-acp``, ``opencode-acp``, ``cursor``,
-``omp``, ``grok``) follow their vendors' documentation and carry no version floor.
+``opencode-acp`` (OpenCode 1.18.33, ``opencode acp``) has no permission mode in its ACP session
+(its ``mode`` option picks an agent, ``build`` or ``plan``): corral's mode reaches it as
+``OPENCODE_PERMISSION`` in its environment (``mode_env``), fixed for the child's life. Its config
+and session store live in ``XDG_CONFIG_HOME``/``XDG_DATA_HOME`` (``options.home``), and its model
+is the ``model`` config option (``provider/model``).
+
+``codex-acp`` (0.16.0) has approval presets as session modes (``read-only``, ``auto``,
+``full-access``); ``read-only`` runs commands sandboxed without asking, so corral's ``ask`` is
+Codex's ``untrusted`` approval policy on the command line (``mode_args``). Refusing is its
+``abort`` option, which ends the turn (``cancelled``: see ``translate``). Its sandbox needs
+``bwrap`` on ``PATH``; the package ships none.
+
+Profiles for agents not pinned in ``.ci/run`` (``cursor``, ``omp``, ``grok``) follow their
+vendors' documentation and carry no version floor.
 """
 
 from __future__ import annotations
+
+import json
 
 import msgspec
 
@@ -41,8 +55,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     """Arguments that start the agent in ACP mode on stdio."""
     env: dict[str, str] = {}
     """Environment every child gets (the session's ``env`` wins over it)."""
-    home_env: tuple[str, ...] = ("HOME",)
-    """The variables ``options.home`` is written to (the agent's config home)."""
+    home_env: dict[str, str] = msgspec.field(default_factory=lambda: {"HOME": ""})
+    """The variables ``options.home`` is written to (the agent's config home): name → subdirectory
+    of the home (``""`` for the home itself)."""
     model_arg: str | None = None
     """The flag that takes ``model`` on the command line; ``None``: ``session/set_model`` after the
     session opens (when the agent offers models)."""
@@ -50,6 +65,12 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     """corral permission mode → the agent's ``session/set_mode`` id."""
     config: dict[str, tuple[str, str]] = {}
     """corral permission mode → ``(configId, value)`` for ``session/set_config_option``."""
+    mode_args: dict[str, tuple[str, ...]] = {}
+    """corral permission mode → arguments after ``args``, for a mode the agent's session modes
+    do not offer (fixed for the child's life)."""
+    mode_env: dict[str, dict[str, str]] = {}
+    """corral permission mode → environment of the child, for agents whose ACP session has no
+    permission mode to set (the session's ``env`` wins over it)."""
     auth_method: str | None = None
     """An ``authenticate`` method id to call after ``initialize`` when the agent offers it
     (``options.auth_method`` overrides)."""
@@ -61,6 +82,11 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     """Known deviations, named in the module docstring."""
 
 
+def _opencode_permission(edit: str, bash: str) -> str:
+    """OpenCode's ``OPENCODE_PERMISSION`` (merged over its config's ``permission``)."""
+    return json.dumps({"edit": edit, "bash": bash}, sort_keys=True)
+
+
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile(name="gemini", binary="gemini", args=("--acp",), model_arg="--model",
             env={"GEMINI_CLI_NO_RELAUNCH": "true"},
@@ -69,16 +95,26 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             quirks=frozenset({"missing_file_empty", "load_next_minute", "tool_name_in_id"})),
     Profile(name="copilot", binary="copilot", model_arg="--model",
             args=("--acp", "--no-auto-update", "--disable-client-telemetry"),
-            home_env=("COPILOT_HOME",), config={"auto": ("allow_all", "on")},
+            home_env={"COPILOT_HOME": ""}, config={"auto": ("allow_all", "on")},
             min_version="1.0.102", package="@github/copilot",
             quirks=frozenset({"usage_cumulative"})),
-    Profile(name="claude-acp", binary="claude-code-acp", home_env=("CLAUDE_CONFIG_DIR",),
+    Profile(name="claude-acp", binary="claude-code-acp", home_env={"CLAUDE_CONFIG_DIR": ""},
             modes={"ask": "default", "auto_edit": "acceptEdits", "auto": "bypassPermissions"},
             min_version="0.16.2", package="@zed-industries/claude-code-acp",
             quirks=frozenset({"version_from_package"})),
-    Profile(name="codex-acp", binary="codex-acp", home_env=("CODEX_HOME",),
-            package="@zed-industries/codex-acp"),
-    Profile(name="opencode-acp", binary="opencode", args=("acp",), package="opencode-ai"),
+    Profile(name="codex-acp", binary="codex-acp", home_env={"CODEX_HOME": ""},
+            modes={"auto_edit": "auto", "auto": "full-access"},
+            mode_args={"ask": ("-c", 'approval_policy="untrusted"',
+                               "-c", 'sandbox_mode="workspace-write"')},
+            min_version="0.16.0", package="@zed-industries/codex-acp",
+            quirks=frozenset({"version_from_package"})),
+    Profile(name="opencode-acp", binary="opencode", args=("acp",), package="opencode-ai",
+            home_env={"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data"},
+            mode_env={mode: {"OPENCODE_PERMISSION": _opencode_permission(edit, bash)}
+                      for mode, (edit, bash) in (("ask", ("ask", "ask")),
+                                                 ("auto_edit", ("allow", "ask")),
+                                                 ("auto", ("allow", "allow")))},
+            min_version="1.18.33"),
     Profile(name="cursor", binary="cursor-agent", args=("acp",), model_arg="--model",
             auth_method="cursor_login"),
     Profile(name="omp", binary="omp", args=("acp",)),

@@ -31,7 +31,8 @@ turn running              its ``session/prompt`` is unanswered; the answer is ``
 ``interrupt`` answers every open permission request ``cancelled`` (ACP requires it), refuses
 writes still waiting for a decision, and sends ``session/cancel``; the agent answers the prompt
 ``cancelled``, which is ``result {stop_reason: "interrupted"}`` (an error answer after a cancel
-is ``interrupted`` too). ``set_model`` uses ``session/set_model`` when the agent listed models,
+is ``interrupted`` too; a ``cancelled`` corral did not ask for is the agent ending its own turn,
+``end_turn``: codex-acp does so when a permission is refused). ``set_model`` uses ``session/set_model`` when the agent listed models,
 else a ``model`` config option, else it is ``unsupported``; before the session opens it is kept
 for the setup. Updates map as ``updates`` says, permissions as ``permissions`` says, and
 ``fs``/``terminal`` requests as ``client`` says. Agent requests corral does not serve get
@@ -65,7 +66,6 @@ from .updates import Updates, turn_usage
 
 __all__ = ["AcpTranslator"]
 
-_STOP = {"cancelled": "interrupted"}
 _CONVERSATION = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk",
                            "tool_call", "tool_call_update", "plan"})
 """Updates that are part of a conversation: outside a turn they can only be a replay."""
@@ -233,8 +233,7 @@ class AcpTranslator:
                 return self._setup_done()
             case "session/prompt":
                 done = jsonrpc.decode_as(raw, wire.PromptResult, "session/prompt result")
-                return self._turn_ended(_STOP.get(done.stop_reason, done.stop_reason),
-                                        self._usage(done))
+                return self._turn_ended(self._stop_reason(done.stop_reason), self._usage(done))
         return []
 
     def _on_error(self, method: str, error: jsonrpc.RpcError) -> list[WorkOutput]:
@@ -345,6 +344,13 @@ class AcpTranslator:
             self._setup -= 1
             self._ready = self._setup == 0
         return []
+
+    def _stop_reason(self, stop: str) -> str:
+        """ACP's ``cancelled`` is ``interrupted`` when corral interrupted the turn; otherwise the
+        agent ended its own turn (codex-acp after a refused permission) and it ended normally."""
+        if stop == "cancelled":
+            return "interrupted" if self._interrupted else "end_turn"
+        return stop
 
     def _turn_ended(self, stop: str, usage: Usage, *, is_error: bool = False) -> list[WorkOutput]:
         self._turn = None

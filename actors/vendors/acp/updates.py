@@ -26,7 +26,9 @@ ACP update                     corral event
 Tool names: the agent's own where it says it (``_meta.claudeCode.toolName``; with the
 ``tool_name_in_id`` quirk the part of ``toolCallId`` before ``__``), else ACP's ``kind``.
 ``input`` is the raw input, or the title and paths when the agent sends none; ``output`` the
-raw output, else the text of the content (diffs as ``{path, new_text}``, terminals by id).
+raw output, else the text of the content (diffs as ``{path, new_text}``, terminals by id). A
+permission request's tool call adds its raw input to what is known of the call (the request may
+come before the update that fills the input in).
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ class Updates:
             if announce_only or call.status not in ("completed", "failed"):
                 return out
         elif announce_only:
+            known.input = _merged(known.input, call.raw_input)
             known.paths = sorted({*known.paths, *paths_of(call)})
             return out
         if call.raw_input not in (None, {}):
@@ -225,6 +228,16 @@ def _text(content: Any) -> str:
         text = content.get("text")
         return text if isinstance(text, str) else ""
     return ""
+
+
+def _merged(known: Any, raw: Any) -> Any:
+    """``known`` input with a later sighting's raw input over it: a permission request may carry
+    what an earlier partial announcement lacked (OpenCode sends a bash call's cwd first)."""
+    if raw in (None, {}):
+        return known
+    if isinstance(known, dict) and isinstance(raw, dict):
+        return {**known, **raw}
+    return raw
 
 
 def _input(call: ToolCall) -> Any:

@@ -32,7 +32,7 @@ from actors.harness import HarnessRequest
 from protocol.events import Event, Permission, Result
 from protocol.models import Permissions
 from tests.fakes.acp_offline import MODELS, aside, binary, offline
-from tests.fakes.model_script import Turn, call, hang, say
+from tests.fakes.model_script import Turn, call, custom, hang, say
 from tests.fakes.model_server import FakeModels
 
 from .live import LiveAcp
@@ -46,14 +46,21 @@ def write_call(agent: str, path: str, text: str, client_fs: bool) -> Turn:
         return call("write_file", file_path=path, content=text)
     if agent == "copilot":
         return call("create", path=path, file_text=text)
+    if agent == "codex-acp":
+        lines = "".join(f"+{line}\n" for line in text.splitlines())
+        return custom("apply_patch", f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch")
+    if agent == "opencode-acp":
+        return call("write", filePath=path, content=text)
     return call(("mcp__acp__" if client_fs else "") + "Write", file_path=path, content=text)
 
 
 def shell_call(agent: str, command: str, client: bool) -> Turn:
     if agent == "gemini":
         return call("run_shell_command", command=command)
-    if agent == "copilot":
+    if agent in ("copilot", "opencode-acp"):
         return call("bash", command=command, description="run it")
+    if agent == "codex-acp":
+        return call("exec_command", cmd=command)
     return call(("mcp__acp__" if client else "") + "Bash", command=command, timeout=10000)
 
 

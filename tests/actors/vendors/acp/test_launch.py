@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from actors.harness import HarnessRequest
 from actors.vendors.acp import PROFILES, AcpDriver, build_launch, mcp_servers, minute_wait
 from protocol.errors import BadRequest
-from protocol.models import McpServer
+from protocol.models import McpServer, Permissions
 
 
 def request(**fields: Any) -> HarnessRequest:
@@ -32,7 +33,36 @@ def test_claude_acp_gets_no_model_flag_and_its_config_home() -> None:
     assert launch.env == {"CLAUDE_CONFIG_DIR": "/h"}
 
 
-def test_copilot_and_the_untested_profiles_start_in_acp_mode() -> None:
+def test_opencode_acp_gets_its_permission_mode_in_env_and_its_xdg_homes() -> None:
+    def launch(mode: Any, **env: str) -> dict[str, str]:
+        built = build_launch(request(model="fake/m", permissions=Permissions(mode=mode), env=env,
+                                     options={"home": "/h"}), PROFILES["opencode-acp"])
+        assert built.argv == ["opencode", "acp"]  # the model goes by its config option
+        return built.env
+
+    rules = {mode: json.loads(launch(mode)["OPENCODE_PERMISSION"])
+             for mode in ("ask", "auto_edit", "auto")}
+    assert rules == {"ask": {"edit": "ask", "bash": "ask"},
+                     "auto_edit": {"edit": "allow", "bash": "ask"},
+                     "auto": {"edit": "allow", "bash": "allow"}}
+    assert launch("inherit") == {"XDG_CONFIG_HOME": "/h/config", "XDG_DATA_HOME": "/h/data"}
+    assert launch("ask", OPENCODE_PERMISSION="{}")["OPENCODE_PERMISSION"] == "{}"
+
+
+def test_codex_acp_asks_through_its_approval_policy_and_sets_other_modes_later() -> None:
+    def argv(mode: Any) -> list[str]:
+        built = build_launch(request(permissions=Permissions(mode=mode),
+                                     options={"home": "/h", "extra_args": ["-c", "x=1"]}),
+                             PROFILES["codex-acp"])
+        assert built.env == {"CODEX_HOME": "/h"}
+        return built.argv
+
+    assert argv("ask") == ["codex-acp", "-c", 'approval_policy="untrusted"',
+                           "-c", 'sandbox_mode="workspace-write"', "-c", "x=1"]
+    assert argv("auto_edit") == argv("auto") == ["codex-acp", "-c", "x=1"]  # session/set_mode
+
+
+def test_copilot_and_the_other_profiles_start_in_acp_mode() -> None:
     assert build_launch(request(), PROFILES["copilot"]).argv == [
         "copilot", "--acp", "--no-auto-update", "--disable-client-telemetry"]
     assert build_launch(request(), PROFILES["opencode-acp"]).argv == ["opencode", "acp"]

@@ -1,5 +1,5 @@
-"""The ACP translator over frames recorded from Gemini CLI 0.61.0, Copilot CLI 1.0.102 and
-claude-code-acp 0.16.2 (``record.py``), replayed synchronously: the frames it sends are the
+"""The ACP translator over frames recorded from Gemini CLI 0.61.0, Copilot CLI 1.0.102,
+claude-code-acp 0.16.2, OpenCode 1.18.33 (``opencode acp``) and codex-acp 0.16.0 (``record.py``), replayed synchronously: the frames it sends are the
 ones that worked against the real agent, and the events are what clients must see."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from protocol.events import Assistant, Error, Init, Permission, Result, Tool
 
 from .replay import replay
 
-AGENTS = ("gemini", "copilot", "claude-acp")
+AGENTS = ("gemini", "copilot", "claude-acp", "opencode-acp", "codex-acp")
 SCENARIOS = ("write", "shell", "deny", "cancel", "turns", "resume")
 
 
@@ -40,7 +40,7 @@ def test_three_turns_each_end_with_their_own_usage(agent: str) -> None:
     turns = results(events)
     assert [r.stop_reason for r in turns] == ["end_turn"] * 3
     assert said(events) == "One.Two.Three."
-    if agent != "claude-acp":  # the adapter reports no usage in 0.16.2
+    if agent not in ("claude-acp", "codex-acp"):  # Zed's adapters report no turn usage
         # Copilot counts the whole session (usage_cumulative): each turn is still 20 in, 5 out.
         assert [(r.usage.input_tokens, r.usage.output_tokens) for r in turns] == [(20, 5)] * 3
 
@@ -64,14 +64,15 @@ def test_a_denied_command_picks_the_agents_reject_option(agent: str) -> None:
     answer = next(f for f in done.sent if "result" in f and isinstance(f["result"], dict)
                   and "outcome" in f["result"])
     chosen = answer["result"]["outcome"]["optionId"]
-    assert chosen == {"gemini": "cancel", "copilot": "reject_once", "claude-acp": "reject"}[agent]
+    assert chosen == {"gemini": "cancel", "copilot": "reject_once", "claude-acp": "reject",
+                      "opencode-acp": "reject", "codex-acp": "abort"}[agent]
     tools = [e for e in done.all_events if isinstance(e, Tool) and e.call_id == ask.permission_id]
     assert tools[0].phase == "started"
     # The tool call is announced before its permission, under the same id.
     assert done.all_events.index(tools[0]) < done.all_events.index(ask)
 
 
-@pytest.mark.parametrize("agent", ("gemini", "claude-acp"))
+@pytest.mark.parametrize("agent", ("gemini", "claude-acp", "opencode-acp"))
 def test_a_write_through_fs_is_one_edit_tool_after_the_agents_own_permission(agent: str) -> None:
     done = replay(f"{agent}-write")
     events = done.all_events
@@ -106,9 +107,30 @@ def test_a_new_process_resumes_the_session_without_replaying_it(agent: str) -> N
     first, second = done.events
     (init1,), (init2,) = ([e for e in child if isinstance(e, Init)][:1] for child in done.events)
     assert init2.vendor_session_id == init1.vendor_session_id
-    method = {"claude-acp": "session/resume"}.get(agent, "session/load")
+    method = {"claude-acp": "session/resume", "opencode-acp": "session/resume",
+              "codex-acp": "session/resume"}.get(agent, "session/load")
     assert any(f.get("method") == method for f in done.sent)
     assert [e for e in second if isinstance(e, Error)] == []
     # Nothing of the replayed conversation comes out again: only the new turn's answer.
     assert said(second) == "Apricot."
     assert said(first) == "Noted: apricot."
+
+
+def test_opencode_asks_with_the_command_and_runs_it_itself() -> None:
+    done = replay("opencode-acp-shell")
+    (ask,) = [e for e in done.all_events if isinstance(e, Permission)]
+    assert (ask.tool, ask.kind) == ("execute", "exec")
+    assert ask.input["command"] == "echo made > made.txt"
+    assert done.work == []  # no client terminal: OpenCode runs bash in its own process
+    tools = [e for e in done.all_events if isinstance(e, Tool) and e.call_id == ask.permission_id]
+    assert (tools[-1].phase, tools[-1].is_error) == ("completed", False)
+
+
+def test_codex_acp_patches_its_file_itself_after_asking() -> None:
+    done = replay("codex-acp-write")
+    events = done.all_events
+    (ask,) = [e for e in events if isinstance(e, Permission)]
+    assert ask.kind == "edit"
+    edits = [e for e in events if isinstance(e, Tool) and e.call_id == ask.permission_id]
+    assert (edits[-1].phase, edits[-1].kind, edits[-1].is_error) == ("completed", "edit", False)
+    assert done.work == []  # no fs/write_text_file: the patch is applied by Codex itself

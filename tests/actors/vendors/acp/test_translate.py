@@ -163,6 +163,18 @@ def test_a_decision_picks_the_agents_option_by_kind(decision: Any, option: str) 
         t.decide("c1", "allow", 0.0)
 
 
+def test_a_permission_shows_the_input_it_carries_over_an_earlier_partial_one() -> None:
+    # OpenCode 1.18.33 announces a bash call with only its cwd and may ask for permission (with
+    # the command) before the update that fills the input in.
+    t = opened()
+    t.prompt("go", 0.0)
+    t.receive(update("tool_call", toolCallId="c1", title="bash", kind="execute",
+                     status="pending", rawInput={"cwd": CWD}), 0.0)
+    out = t.receive(permission_request(0, "c1", rawInput={"command": "touch x"}), 0.0)
+    (ask,) = events(out)
+    assert isinstance(ask, Permission) and ask.input == {"cwd": CWD, "command": "touch x"}
+
+
 def test_interrupt_cancels_open_requests_and_the_turn_ends_interrupted() -> None:
     t = opened()
     (prompt,) = sent(t.prompt("go", 0.0))
@@ -178,6 +190,18 @@ def test_interrupt_cancels_open_requests_and_the_turn_ends_interrupted() -> None
     (result,) = t.receive(line({"id": prompt["id"], "error": {"code": -32603, "message": "x"}}),
                           0.0)
     assert result.stop_reason == "interrupted"
+
+
+def test_a_turn_the_agent_cancels_itself_after_a_refusal_ends_normally() -> None:
+    # codex-acp 0.16.0 offers no rejection that lets the model go on: its reject option "abort"
+    # ends the prompt "cancelled" though no client interrupted.
+    t = opened()
+    (prompt,) = sent(t.prompt("go", 0.0))
+    t.receive(permission_request(5, "c1", rawInput={"command": "touch x"}), 0.0)
+    t.decide("c1", "deny", 0.0)
+    out = t.receive(line({"id": prompt["id"], "result": {"stopReason": "cancelled"}}), 0.0)
+    (result,) = [e for e in out if isinstance(e, Result)]
+    assert (result.stop_reason, result.is_error) == ("end_turn", False)
 
 
 def test_a_failed_prompt_is_a_classified_error_and_an_error_result() -> None:
