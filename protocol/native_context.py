@@ -12,7 +12,7 @@ import msgspec
 
 __all__ = ["ContextSettings", "HookCommand", "HookEvent", "HookMatcher", "SubagentDef"]
 
-HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]
+HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "PreCompact"]
 """The hook events of native sessions, named as in Claude Code's settings."""
 
 

@@ -58,6 +58,8 @@ class Compactor:
         self._raw = 0
         self._dirty = False
         self._exhaustion_reported = False
+        self.before_compact: Callable[[str], Awaitable[None]] | None = None
+        """PreCompact hooks: awaited with the reason before a compaction takes effect."""
         if self.sidecar.warning is not None:
             emit(Error(code="native.compaction.sidecar", error_class="unknown",
                        message=self.sidecar.warning))
@@ -107,6 +109,8 @@ class Compactor:
     async def _compact(self, items: list[Entry], fixed: int, config: CompactionConfig,
                        reason: str) -> Outcome:
         outcome = compact(items, fixed=fixed, config=config, calibration=self.calibration)
+        if self.before_compact is not None and (outcome.decisions or reason == "manual"):
+            await self.before_compact(reason)
         warning: str | None = None
         summarized = False
         decisions: list[Decision] = list(outcome.decisions)

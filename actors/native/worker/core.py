@@ -232,6 +232,8 @@ class Worker:
         if link is not None:
             tools += [DiagnosticsTool(link), McpToolset(link, self._gate)]
         self._depth = depth
+        if depth.hooks:
+            self._compactor.before_compact = depth.on_compact
         plugins = load_plugins(self._emit)
         # Subagents get the session's tools but not its MCP toolset (listed per request).
         plain = [tool for tool in tools if isinstance(tool, BaseTool)]

@@ -195,6 +195,13 @@ class Depth:
         self._warn(warnings)
         return outcome.reason if outcome.block else None
 
+    async def on_compact(self, trigger: str) -> None:
+        """PreCompact, before a compaction takes effect (``trigger``: ``auto`` or ``manual``);
+        as in Claude Code it cannot stop the compaction, only warn."""
+        _, warnings = await self.hooks.run("PreCompact", match=trigger, trigger=trigger,
+                                           custom_instructions="")
+        self._warn(warnings)
+
     async def on_stop(self, active: bool) -> str | None:
         """Stop: the reason to go on (the next prompt), or ``None`` to end the turn."""
         outcome, warnings = await self.hooks.run("Stop", stop_hook_active=active)

@@ -69,10 +69,12 @@ class Hooks:
     def __bool__(self) -> bool:
         return any(self._hooks.values())
 
-    async def run(self, event: HookEvent, *, tool: str | None = None,
+    async def run(self, event: HookEvent, *, tool: str | None = None, match: str | None = None,
                   **fields: Any) -> tuple[HookOutcome, list[str]]:
-        """Run ``event``'s hooks; the folded outcome and the warnings."""
-        commands: list[HookCommand] = select(self._hooks, event, tool)
+        """Run ``event``'s hooks; the folded outcome and the warnings. Matchers are matched
+        against ``tool`` (Claude's name for it), or ``match`` for an event without a tool
+        (PreCompact's ``manual``/``auto``)."""
+        commands: list[HookCommand] = select(self._hooks, event, tool if tool is not None else match)
         warnings: list[str] = []
         updated: dict[str, Any] | None = None
         for hook in commands:

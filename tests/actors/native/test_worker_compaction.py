@@ -10,6 +10,7 @@ from typing import Any
 from actors.native.compaction.plan import ELIDED, SUMMARY_PREFIX
 from protocol.events import Compaction, Error, Event
 from protocol.native import Compact
+from protocol.native_context import ContextSettings, HookCommand, HookMatcher
 from tests.actors.native.workerkit import WorkerRig, is_, run, texts
 from tests.fakes.model_script import Step, call, fail, say
 
@@ -201,5 +202,58 @@ def test_an_unreadable_sidecar_is_an_error_event_and_the_session_goes_on(tmp_pat
             events = await again.turn("task 1")
             assert texts(again.llm.requests[0]) == ["task 0", "one", "task 1"]
             assert [e for e in events if isinstance(e, Error)] == [error]  # the start's only
+
+    run(body)
+
+
+def _pre_compact(matcher: str, command: str) -> ContextSettings:
+    return ContextSettings(hooks={"PreCompact": [HookMatcher(
+        matcher=matcher, hooks=[HookCommand(command=command, timeout=30.0)])]})
+
+
+def test_pre_compact_hooks_run_before_a_compaction_with_its_trigger(tmp_path: Path) -> None:
+    seen = tmp_path / "seen.jsonl"
+    # one hook for manual compactions only, one (failing) for every compaction
+    context = ContextSettings(hooks={"PreCompact": [
+        HookMatcher(matcher="manual", hooks=[HookCommand(command=f"cat >> {seen}; echo >> {seen}")]),
+        HookMatcher(matcher="", hooks=[HookCommand(command="echo broken >&2; exit 1")]),
+    ]})
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [*turn_steps(3), say("ok")], context=context,
+                             compaction={"keep_recent_turns": 1}) as rig:
+            (rig.cwd / "big.txt").write_text("y\n" * 2000)
+            for i in range(3):
+                await rig.turn(f"task {i}")
+            assert not seen.exists()  # no compaction yet: no hook
+            await rig.send(Compact())
+            await rig.until(is_(Compaction))
+            session = rig.worker.session_id
+            warnings = [e for e in rig.events if isinstance(e, Error)
+                        and e.code == "native.hooks.warning"]
+        [stdin] = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+        assert stdin == {"session_id": session, "transcript_path": "", "cwd": str(rig.cwd),
+                         "hook_event_name": "PreCompact", "trigger": "manual",
+                         "custom_instructions": ""}
+        assert len(warnings) == 1 and "broken" in warnings[0].message
+
+    run(body)
+
+
+def test_an_auto_pre_compact_hook_runs_only_when_a_compaction_happens(tmp_path: Path) -> None:
+    seen = tmp_path / "seen.txt"
+
+    async def body() -> None:
+        async with WorkerRig(tmp_path, [*turn_steps(3), say("ok")],
+                             context=_pre_compact("auto", f"echo x >> {seen}"),
+                             compaction=TIGHT) as rig:
+            (rig.cwd / "big.txt").write_text("y\n" * 2000)
+            await rig.turn("task 0")
+            assert not seen.exists()  # one turn: nothing eligible, nothing compacted
+            for i in range(1, 3):
+                await rig.turn(f"task {i}")
+            auto = [e for e in compactions(rig.events) if e.reason == "auto"
+                    and (e.elided or e.dropped_turns)]
+        assert auto and seen.read_text().count("x") == len(auto)
 
     run(body)
