@@ -60,7 +60,16 @@ async def corral(*args: str, env: Mapping[str, str] | None = None, cwd: Path | N
 def short_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="cc-", dir="/tmp"))
     yield path
+    _stop_leftover_daemons(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _stop_leftover_daemons(path: Path) -> None:
+    """Stop a daemon a failed or timed-out test left running on a state dir under ``path``
+    (``corral start`` detaches it: cancelling the command does not stop the daemon)."""
+    for found in path.glob("**/daemon.json"):
+        subprocess.run([sys.executable, "-m", "actors.app", "stop", "--state-dir", str(found.parent)],
+                       env=_env(), cwd=str(REPO), capture_output=True, timeout=LIMIT, check=False)
 
 
 @pytest.fixture
