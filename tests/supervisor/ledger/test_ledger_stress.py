@@ -70,8 +70,14 @@ async def _worker(index: int, ledger: Ledger, churn: _Churn) -> None:
 
 
 async def _killer(churn: _Churn) -> None:
-    """Random faults at a random pace: SIGKILL a leader or grandchild, or cancel a generation."""
-    for _ in range(ACTIONS):
+    """Random faults at a random pace: SIGKILL a leader or grandchild, or cancel a generation.
+
+    It goes on past ``ACTIONS`` until the faults have caused a restart: on a loaded machine the
+    spawns can be so slow that every early fault lands on a worker still starting.
+    """
+    actions = 0
+    while actions < ACTIONS or churn.spawns <= WORKERS:
+        actions += 1
         await trio.sleep(churn.rng.uniform(0, 0.03))  # the fault schedule, not a wait for a state
         roll = churn.rng.random()
         if roll < 0.25 and churn.spawning:
