@@ -275,7 +275,9 @@ class EventLog:
             return iter(())
         tail_first = self._last_seq - len(self._tail) + 1
         if self._tail and start >= tail_first:
-            return iter(list(islice(self._tail, start - tail_first, end - tail_first + 1)))
+            # From the right: a live pump reads the newest few frames of a full tail.
+            newest = reversed(self._tail)
+            return reversed(list(islice(newest, self._last_seq - end, self._last_seq - start + 1)))
         block = (start - 1) // INDEX_STEP
         return read_lines(self._path, self._index[block], block * INDEX_STEP + 1, start, end)
 

@@ -30,6 +30,7 @@ from typing import Protocol
 import msgspec
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
+from wsproto.connection import ConnectionState
 from wsproto.events import TextMessage
 
 from protocol.errors import BadHandshake, CorralError, ErrorCode, Unauthorized
@@ -291,13 +292,28 @@ async def _send_messages(ws: WebSocketConnection, frames: list[bytes]) -> None:
     """
     if ws._close_reason:
         raise ConnectionClosed(ws._close_reason)
-    data = b"".join(ws._wsproto.send(TextMessage(data=frame.decode())) for frame in frames)
+    if ws._wsproto.state is ConnectionState.OPEN:
+        data = b"".join(_text_frame(frame) for frame in frames)
+    else:  # wsproto says what is wrong (as ``send_message`` would)
+        data = b"".join(ws._wsproto.send(TextMessage(data=frame.decode())) for frame in frames)
     async with ws._stream_lock:
         try:
             await ws._stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             await ws._abort_web_socket()
             raise ConnectionClosed(ws._close_reason) from None
+
+
+def _text_frame(payload: bytes) -> bytes:
+    """One unmasked, unfragmented text frame (RFC 6455 §5.2) as a server sends it: what wsproto
+    makes of ``TextMessage`` when no extension was negotiated (this server offers none), without
+    decoding the UTF-8 JSON to ``str`` and encoding it back."""
+    size = len(payload)
+    if size < 126:
+        return bytes((0x81, size)) + payload
+    if size < 1 << 16:
+        return bytes((0x81, 126)) + size.to_bytes(2, "big") + payload
+    return bytes((0x81, 127)) + size.to_bytes(8, "big") + payload
 
 
 def _is_crash(exc: BaseException) -> bool:

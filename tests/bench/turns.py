@@ -21,12 +21,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import msgspec
+import psutil
 import trio
 
 from tests.e2e.daemonproc import DaemonProc, start_daemon, stop_daemon
 
 Turn = Callable[[str], Awaitable[None]]
 """One turn on one path: send ``prompt``, return once its ``result`` arrived."""
+
+_RUNNING: dict[str, psutil.Process] = {}
+"""The daemon of each daemon path while ``daemons`` runs: ``measure`` reads their CPU time."""
+_CPU: dict[str, dict[str, float]] = {}
+"""Per turn shape, the CPU each daemon spent per turn of that shape (ms, warm-up turns included)."""
 
 
 class Bench(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,8 +74,10 @@ async def daemons(bench: Bench, root: Path) -> AsyncIterator[dict[str, DaemonPro
         for name in bench.daemon_paths:
             source = bench.baseline if name == "baseline" else None
             running[name] = await start_daemon(root / name / "state", source=source)
+            _RUNNING[name] = psutil.Process(running[name].process.pid)
         yield running
     finally:
+        _RUNNING.clear()
         with trio.CancelScope(shield=True):
             for daemon in running.values():
                 await stop_daemon(daemon)
@@ -82,6 +90,7 @@ async def measure(turns: dict[str, Turn], shape: str, count: int, warmup: int) -
     """
     names = list(turns)
     times: dict[str, list[float]] = {name: [] for name in names}
+    before = {name: _cpu_seconds(proc) for name, proc in _RUNNING.items()}
     for n in range(warmup + count):
         k = n % len(names)
         for name in names[k:] + names[:k]:
@@ -89,7 +98,15 @@ async def measure(turns: dict[str, Turn], shape: str, count: int, warmup: int) -
             await turns[name](f"{shape} turn {n}")
             if n >= warmup:
                 times[name].append((time.perf_counter() - started) * 1000)
+    _CPU[shape] = {name: (_cpu_seconds(proc) - before[name]) * 1000 / (warmup + count)
+                   for name, proc in _RUNNING.items()}
     return times
+
+
+def _cpu_seconds(proc: psutil.Process) -> float:
+    """User plus system CPU time of ``proc`` so far, in seconds."""
+    spent = proc.cpu_times()
+    return spent.user + spent.system
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -116,6 +133,9 @@ def report(shape: str, times: dict[str, list[float]]) -> None:
         paired = [c - b for c, b in zip(times["corral"], times["baseline"])]
         print(f"{'':>17}corral - baseline: paired median {statistics.median(paired):+6.1f} ms"
               f"  p90 {percentile(paired, 0.9):+6.1f} ms")
+    if _CPU.get(shape):
+        spent = "   ".join(f"{name} {ms:.1f} ms" for name, ms in _CPU[shape].items())
+        print(f"{'':>17}daemon CPU per turn: {spent}")
 
 
 def arguments(doc: str | None) -> argparse.ArgumentParser:

@@ -15,11 +15,12 @@ import pytest
 import trio
 import trio.testing
 from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream, wrap_server_stream
+from wsproto.frame_protocol import FrameProtocol
 
 from protocol.errors import UnknownSession
 from protocol.messages import ClientRequest, Empty, LoginCodeResult, SessionClose
 from protocol.models import DaemonInfo
-from supervisor.server.connection import FLUSH_TIMEOUT, Connection
+from supervisor.server.connection import FLUSH_TIMEOUT, Connection, _text_frame
 
 TOKEN = "t0ken"
 
@@ -247,3 +248,23 @@ async def test_a_token_connection_mints_login_codes(
     wire, _, _ = await connect(nursery, Backend())
     await wire.send(type="ui.login_code", id=1)
     assert (await wire.receive())["result"] == {"code": "c0de", "url": "u", "expires_in": 60}
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 127, 65535, 65536, 200_000])
+def test_a_text_frame_is_what_wsproto_would_send(size: int) -> None:
+    payload = ("é" * (size // 2) + "x" * (size % 2)).encode()
+    assert _text_frame(payload) == FrameProtocol(client=False, extensions=[]).send_data(payload.decode(), fin=True)
+
+
+async def test_events_of_every_frame_length_reach_the_client_intact(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    # The length field has three forms (7 bits, 16 bits, 64 bits); multi-byte UTF-8 counts in bytes.
+    backend = Backend()
+    wire, scope, _ = await connect(nursery, backend, client_queue=16)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    texts = ["", "é" * 30, "x" * 126, "ü" * 40_000, "y" * 70_000]
+    for text in texts:
+        backend.feed_s.append(text)
+    assert [(await wire.receive())["event"]["text"] for _ in texts] == texts
+    scope.cancel()
