@@ -45,7 +45,7 @@ from actors.vendors.codex import CodexDriver
 from actors.vendors.detection import DetectionCache
 from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
 from actors.vendors.pi import PiDriver
-from actors.workspace import Workspaces, load_workspaces_config
+from actors.workspace import Workspaces, WorkspacesConfig
 from protocol.errors import CorralError, SessionBusy, UnknownMethod
 from protocol.messages import (
     ClientRequest,
@@ -116,6 +116,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     native: NativeConfig = NativeConfig()
     mcp: McpConfig = McpConfig()
     lsp: LspConfig = LspConfig()
+    workspaces: WorkspacesConfig = WorkspacesConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -201,8 +202,7 @@ class App:
         self.config: Config = loaded.config
         self.opencode = OpenCodeServers(host.ledger)
         self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT))
-        workspaces_config, self.workspaces_warnings = load_workspaces_config(loaded.source)
-        self.workspaces = Workspaces(host.state.root, workspaces_config, host.ledger)
+        self.workspaces = Workspaces(host.state.root, self.config.workspaces, host.ledger)
         # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
                                      drivers(self.config, self.opencode, forks=self.forks),
@@ -215,11 +215,7 @@ class App:
                                              session=self._live_request)
 
     def boot(self, host: Host) -> None:
-        for warning in self.loaded.warnings:
-            # [workspaces] is read by its own bridge until the root has it
-            if warning not in _BRIDGED:
-                log.warning("config: %s", warning)
-        for warning in [*(w.message for w in self.lsp.warnings), *self.workspaces_warnings]:
+        for warning in [*self.loaded.warnings, *(w.message for w in self.lsp.warnings)]:
             log.warning("config: %s", warning)
         self.workspaces.load()
         revived = self.sessions.boot()
@@ -353,10 +349,6 @@ class App:
         if not (record.removed and record.state == "discarded"):  # a second discard is a no-op
             await self.sessions.announce(session_id, self.workspaces.event(session_id, "discarded"))
 
-
-_BRIDGED = frozenset({"unknown key 'workspaces' ignored"})
-"""The generic loader does not know ``[workspaces]`` (read by ``load_workspaces_config``) until
-the config root does."""
 
 _NO_WORKSPACE = WorkspaceSpec()
 

@@ -2,7 +2,6 @@
 discard, and a boot reconcile that prunes the worktrees of sessions that are gone."""
 
 from actors.workspace.config import WorkspacesConfig as WorkspacesConfig
-from actors.workspace.config import load_workspaces_config as load_workspaces_config
 from actors.workspace.git import Git as Git
 from actors.workspace.reconcile import Pruned as Pruned
 from actors.workspace.records import WorkspaceRecord as WorkspaceRecord

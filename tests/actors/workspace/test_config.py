@@ -1,33 +1,30 @@
-"""``[workspaces]``: read from the config file beside the generic loader, warned about by name."""
+"""``[workspaces]``: a section of the daemon's config, decoded and warned about like the others."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from actors.workspace.config import WorkspacesConfig, load_workspaces_config, workspaces_root
+from actors.app import Config
+from actors.workspace.config import WorkspacesConfig, workspaces_root
+from supervisor.config import parse_config
 
 
-def test_no_file_and_no_table_are_the_defaults(tmp_path: Path) -> None:
-    assert load_workspaces_config(None) == (WorkspacesConfig(), [])
-    other = tmp_path / "corral.toml"
-    other.write_text("[sessions]\nclose_timeout = 3.0\n")
-    assert load_workspaces_config(other) == (WorkspacesConfig(), [])
+def test_no_table_is_the_defaults() -> None:
+    loaded = parse_config(Config, "[sessions]\nclose_timeout = 3.0\n")
+    assert loaded.config.workspaces == WorkspacesConfig() and loaded.warnings == []
 
 
-def test_the_table_is_read(tmp_path: Path) -> None:
-    file = tmp_path / "corral.toml"
-    file.write_text('[workspaces]\nroot = "/srv/trees"\ntimeout = 30.0\ndiff_limit = 4096\n')
-    config, warnings = load_workspaces_config(file)
-    assert warnings == [] and config == WorkspacesConfig(root="/srv/trees", timeout=30.0, diff_limit=4096)
+def test_the_table_is_read() -> None:
+    loaded = parse_config(Config, '[workspaces]\nroot = "/srv/trees"\ntimeout = 30.0\ndiff_limit = 4096\n')
+    assert loaded.warnings == []
+    assert loaded.config.workspaces == WorkspacesConfig(root="/srv/trees", timeout=30.0, diff_limit=4096)
 
 
-def test_a_bad_value_keeps_the_defaults_with_a_warning_naming_it(tmp_path: Path) -> None:
-    file = tmp_path / "corral.toml"
-    file.write_text("[workspaces]\ntimeout = -1\n")
-    config, warnings = load_workspaces_config(file)
-    assert config == WorkspacesConfig() and len(warnings) == 1 and "timeout" in warnings[0]
-    file.write_text("[workspaces]\nroots = 'typo'\n")
-    assert "roots" in load_workspaces_config(file)[1][0]
+def test_a_bad_value_keeps_its_default_with_a_warning_naming_it() -> None:
+    loaded = parse_config(Config, '[workspaces]\ntimeout = -1\nroot = "/srv/trees"\n')
+    assert loaded.config.workspaces == WorkspacesConfig(root="/srv/trees")
+    assert len(loaded.warnings) == 1 and "workspaces.timeout" in loaded.warnings[0]
+    assert "workspaces.roots" in parse_config(Config, "[workspaces]\nroots = 'typo'\n").warnings[0]
 
 
 def test_the_root_is_under_the_state_directory_unless_absolute(tmp_path: Path) -> None:
