@@ -9,7 +9,8 @@ It has the shape the session needs of any child (``actors.session.child.HarnessC
   among the session's events. An answer that carries an OpenCode session (create, read) routes
   that session's events here first;
 * ``frames()`` yields the session's SSE events and the answers, until the server generation ends
-  or the session closes;
+  or the session closes; text deltas that queued up behind one another come out joined
+  (``wire.coalesce``: a burst of streamed chunks costs the session one event, not dozens);
 * ``close(goodbye)`` runs the goodbye calls (abort, reject), waits for the queue to drain
   (bounded), detaches and reports an exit status: ``exited 0`` for a close the session asked
   for, the server's own status (e.g. killed by ``SIGKILL``) when the server died under it.
@@ -40,6 +41,8 @@ from .server import Attachment, OpenCodeServer
 __all__ = ["Leases", "ServerChild", "open_server_child"]
 
 _CALL = msgspec.json.Decoder(wire.Call)
+_BATCH = 256
+"""The most frames ``frames`` takes from the queue at once to join their deltas."""
 
 
 class Leases(Protocol):
@@ -90,9 +93,19 @@ class ServerChild:
             raise ChildExited("the opencode session's call queue is closed or full") from None
 
     async def frames(self) -> AsyncIterator[bytes]:
-        """The session's events and answers until the server generation ends or it closes."""
-        async for frame in self._attachment.events:
-            yield frame
+        """The session's events and answers until the server generation ends or it closes;
+        with each frame, those already queued behind it (up to ``_BATCH``), their runs of text
+        deltas joined (``wire.coalesce``)."""
+        events = self._attachment.events
+        async for frame in events:
+            batch = [frame]
+            while len(batch) < _BATCH:
+                try:
+                    batch.append(events.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            for joined in wire.coalesce(batch) if len(batch) > 1 else batch:
+                yield joined
 
     async def close(self, goodbye: Callable[[Any], Awaitable[None]] | None = None) -> ExitStatus:
         """Run ``goodbye``, let queued calls finish (bounded), detach; the exit status."""

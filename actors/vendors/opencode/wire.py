@@ -10,6 +10,12 @@ transport (``transport.ServerChild``) carries both directions as JSON lines:
   "corral.answer", id, status, body}`` (``status`` 0 and ``error`` when no HTTP answer came).
 
 Only the fields corral reads are declared; msgspec skips the rest of OpenCode's large objects.
+
+``coalesce`` joins a run of text deltas of one part that queued up before the session read them
+(OpenCode sends a delta per streamed chunk, and a fast model or a busy daemon leaves dozens
+waiting): one frame instead of one per chunk, so one ``assistant`` event, one log line and one
+client message, not dozens. Only consecutive deltas of the same session, message, part and
+field are joined, so nothing moves past anything else.
 """
 
 from __future__ import annotations
@@ -21,9 +27,12 @@ import msgspec
 from protocol.errors import ProtocolError
 
 __all__ = ["ANSWER", "Answer", "Call", "Envelope", "ErrorInfo", "MessageInfo", "Part",
-           "PermissionAsked", "decode", "decode_as", "encode_call"]
+           "PermissionAsked", "coalesce", "decode", "decode_as", "encode_call"]
 
 ANSWER = "corral.answer"
+DELTA = "message.part.delta"
+COALESCE_LIMIT = 64 * 1024
+"""The most delta text ``coalesce`` joins into one frame (characters)."""
 
 
 class _Base(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):
@@ -142,3 +151,67 @@ def encode_call(call: Call) -> bytes:
 def encode_answer(answer: Answer) -> bytes:
     """An ``Answer`` as one line (the transport's side)."""
     return _ENCODER.encode(answer)
+
+
+def coalesce(frames: list[bytes]) -> list[bytes]:
+    """``frames`` in order, each run of consecutive ``message.part.delta`` events of one session,
+    message, part and field joined into one (its text up to ``COALESCE_LIMIT`` characters). Frames
+    that are not such deltas (or do not decode) pass through untouched; so does a run of one."""
+    out: list[bytes] = []
+    run: list[tuple[bytes, _Delta]] = []
+    size = 0
+    for frame in frames:
+        delta = _as_delta(frame)
+        if run and (delta is None or delta.properties.key != run[0][1].properties.key
+                    or size + len(delta.properties.delta) > COALESCE_LIMIT):
+            out.append(_joined(run))
+            run, size = [], 0
+        if delta is None:
+            out.append(frame)
+        else:
+            run.append((frame, delta))
+            size += len(delta.properties.delta)
+    if run:
+        out.append(_joined(run))
+    return out
+
+
+class _DeltaProps(msgspec.Struct, kw_only=True, frozen=True):
+    sessionID: str | None = None  # noqa: N815 - OpenCode's names
+    messageID: str | None = None  # noqa: N815
+    partID: str | None = None  # noqa: N815
+    field: str = "text"
+    delta: str
+
+    @property
+    def key(self) -> tuple[str | None, str | None, str | None, str]:
+        return self.sessionID, self.messageID, self.partID, self.field
+
+
+class _Delta(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+    type: str
+    properties: _DeltaProps
+    id: str | None = None
+
+
+_DELTA = msgspec.json.Decoder(_Delta)
+_DELTA_MARK = f'"{DELTA}"'.encode()
+
+
+def _as_delta(frame: bytes) -> _Delta | None:
+    if _DELTA_MARK not in frame:
+        return None
+    try:
+        event = _DELTA.decode(frame)
+    except msgspec.DecodeError:
+        return None
+    return event if event.type == DELTA else None
+
+
+def _joined(run: list[tuple[bytes, _Delta]]) -> bytes:
+    if len(run) == 1:
+        return run[0][0]
+    first = run[0][1]
+    text = "".join(delta.properties.delta for _, delta in run)
+    return _ENCODER.encode(msgspec.structs.replace(
+        first, properties=msgspec.structs.replace(first.properties, delta=text)))
