@@ -17,7 +17,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -28,7 +28,6 @@ from actors.harness import HarnessRequest
 from actors.lsp import LanguageServers
 from actors.lsp.config import LspConfig
 from actors.mcp.config import McpConfig
-from actors.mcp.wiring import McpParts, mcp_parts
 from actors.native.config import NativeConfig, decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native import skillscmd
@@ -90,6 +89,9 @@ from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType, RestartType
+
+if TYPE_CHECKING:
+    from actors.mcp.wiring import McpParts
 
 __all__ = ["App", "Config", "drivers", "main", "serve"]
 
@@ -208,6 +210,8 @@ class App:
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result)
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
+        from actors.mcp.wiring import mcp_parts  # the MCP SDK (a second of imports) loads with
+        # the daemon, not with every CLI command that imports this module for Config and main
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
         native = self.sessions.drivers.get("native")
         if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us

@@ -1,7 +1,9 @@
-"""MCP servers as supervised, shared actors: one per distinct server definition."""
+"""MCP servers as supervised, shared actors: one per distinct server definition.
 
-from actors.mcp.actor import ActorDeps as ActorDeps
-from actors.mcp.actor import McpActor as McpActor
+The actor (``actors.mcp.actor``) is not re-exported: it loads the MCP SDK (a second of imports),
+which the CLI's client commands, importing the config from here, must not pay for.
+"""
+
 from actors.mcp.config import Definition as Definition
 from actors.mcp.config import McpConfig as McpConfig
 from actors.mcp.config import McpServerConfig as McpServerConfig

@@ -8,11 +8,13 @@ the worker's frame or the model's context.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types
 import msgspec
 from msgspec import Struct
+
+if TYPE_CHECKING:  # the SDK's types load with the actor, not with the config
+    import mcp_types
 
 __all__ = ["CallOutcome", "ToolInfo", "bound_result", "full_name", "split_name", "tool_info"]
 

@@ -19,13 +19,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import trio
 
 from actors.harness import HarnessRequest
 from actors.lsp import DiagnosticsQuery, LanguageServers
-from actors.mcp.binding import SessionMcp
-from actors.mcp.registry import McpRegistry
 from actors.mcp.results import CallOutcome
 from protocol.errors import UnknownSession
 from protocol.native import (
@@ -39,6 +38,10 @@ from protocol.native import (
     McpToolDecl,
     McpTools,
 )
+
+if TYPE_CHECKING:  # the MCP SDK loads with the daemon's MCP actors, not with this module
+    from actors.mcp.binding import SessionMcp
+    from actors.mcp.registry import McpRegistry
 
 __all__ = ["DaemonServices", "result_text"]
 

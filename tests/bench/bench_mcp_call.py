@@ -38,7 +38,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from actors.harness import HarnessRequest
-from actors.mcp import ActorDeps, McpActor
+from actors.mcp.actor import ActorDeps, McpActor
 from actors.mcp.config import McpConfig, McpServerConfig, definition_of
 from actors.mcp.endpoint import McpEndpoint
 from actors.mcp.inject import harness_servers

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import trio
 
-from actors.mcp import ActorDeps, McpActor
+from actors.mcp.actor import ActorDeps, McpActor
 from actors.mcp.config import Definition, McpConfig, McpServerConfig, definition_of
 from actors.mcp.registry import McpRegistry
 from supervisor.ledger import Ledger

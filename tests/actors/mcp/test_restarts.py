@@ -16,7 +16,7 @@ import trio
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from actors.mcp import ActorDeps, McpActor
+from actors.mcp.actor import ActorDeps, McpActor
 from actors.mcp.config import McpServerConfig, definition_of
 from actors.mcp.connection import Connection
 from protocol.errors import McpServerFailed, McpStartFailed

@@ -25,7 +25,7 @@ from protocol.schema import client_protocol_schema
 from supervisor.client.api import open_client
 
 REPO = Path(__file__).resolve().parents[3]
-LIMIT = 60
+LIMIT = 180  # generous: each command is a fresh Python process, slow on a loaded machine
 
 
 class Ran:
