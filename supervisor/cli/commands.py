@@ -31,7 +31,8 @@ from protocol.models import McpServerInfo, Permissions, SessionInfo, WorkspaceSp
 from protocol.schema import client_protocol_schema
 
 from supervisor.cli.attach import attach, follow_frames
-from supervisor.client.api import RawEventFrame, open_client
+from supervisor.client import open_client
+from supervisor.client.subscription import RawEventFrame
 from supervisor.cli.daemonctl import DaemonRunner, run_foreground, start, status_report, stop
 from supervisor.cli.render import Renderer, compaction_line, harness_rows
 from supervisor.excgroup import lone_exception
