@@ -1,436 +1,61 @@
-"""The client protocol's frames: handshake, requests with their params, responses, pushes.
+"""The client protocol's messages, in one import: handshake, requests, results, responses, pushes.
 
 A request is ``{"type": METHOD, "id": INT, …params}``; each gets one ``ok`` or ``error`` with
-its id. Tags are the method names of PROTOCOL.md and never change.
+its id. Tags are the method names of PROTOCOL.md and never change. The Structs live by kind in
+``requests``, ``results`` and ``frames``; this module is the one place the rest of corral
+imports them from.
 """
 
-from __future__ import annotations
-
-from typing import Any, Literal
-
-import msgspec
-
-from .base import PROTOCOL_VERSION, Data, Message
-from .events import Decision, Delivery, Event
-from .models import (
-    ChildProcess,
-    ClientInfo,
-    DaemonInfo,
-    Detection,
-    FileChange,
-    McpServer,
-    McpServerInfo,
-    Permissions,
-    SessionInfo,
-    WorkspaceSpec,
-)
-
-# --- handshake -------------------------------------------------------------------------------
-
-
-class Hello(Message, tag="hello", kw_only=True, frozen=True):
-    """The first client frame: the token and the protocol version the client speaks."""
-
-    protocol: int
-    token: str
-    client: ClientInfo = ClientInfo()
-
-
-class Welcome(Message, tag="welcome", kw_only=True, frozen=True):
-    """The daemon accepted the handshake."""
-
-    protocol: int = PROTOCOL_VERSION
-    connection_id: str
-    daemon: DaemonInfo
-
-
-# --- requests --------------------------------------------------------------------------------
-
-
-class Request(Message, kw_only=True, frozen=True):
-    """Base of every request: carries the client's id, echoed in the response."""
-
-    id: int
-
-
-class DaemonStatus(Request, tag="daemon.status", kw_only=True, frozen=True):
-    """Ask for the daemon's version, uptime, counts and live children."""
-
-
-class DaemonShutdown(Request, tag="daemon.shutdown", kw_only=True, frozen=True):
-    """Stop the daemon gracefully after answering."""
-
-
-class HarnessList(Request, tag="harness.list", kw_only=True, frozen=True):
-    """List every harness with its detection."""
-
-
-class SessionCreate(Request, tag="session.create", kw_only=True, frozen=True):
-    """Start a session on a harness in a working directory."""
-
-    harness: str
-    cwd: str
-    name: str | None = None
-    model: str | None = None
-    prompt: str | None = None
-    permissions: Permissions | None = None
-    env: dict[str, str] | None = None
-    mcp_servers: list[McpServer] | None = None
-    options: dict[str, Any] | None = None
-    workspace: WorkspaceSpec | None = None
-
-
-class SessionList(Request, tag="session.list", kw_only=True, frozen=True):
-    """List every session the daemon knows, closed ones included."""
-
-
-class SessionGet(Request, tag="session.get", kw_only=True, frozen=True):
-    """Describe one session."""
-
-    session_id: str
-
-
-class SessionSubscribe(Request, tag="session.subscribe", kw_only=True, frozen=True):
-    """Replay a session's events from ``from_seq`` (0 = everything), then follow it live."""
-
-    session_id: str
-    from_seq: int = 0
-
-
-class SessionUnsubscribe(Request, tag="session.unsubscribe", kw_only=True, frozen=True):
-    """Stop following a session on this connection."""
-
-    session_id: str
-
-
-class SessionPrompt(Request, tag="session.prompt", kw_only=True, frozen=True):
-    """Send a prompt; it is prompted, steered or held depending on the session's state."""
-
-    session_id: str
-    text: str
-
-
-class SessionInterrupt(Request, tag="session.interrupt", kw_only=True, frozen=True):
-    """Interrupt the running turn."""
-
-    session_id: str
-
-
-class SessionPermission(Request, tag="session.permission", kw_only=True, frozen=True):
-    """Answer an open permission request."""
-
-    session_id: str
-    permission_id: str
-    decision: Decision
-
-
-class SessionSetModel(Request, tag="session.set_model", kw_only=True, frozen=True):
-    """Switch the session's model for the following turns."""
-
-    session_id: str
-    model: str
-
-
-class SessionClose(Request, tag="session.close", kw_only=True, frozen=True):
-    """Close the session; answered once the harness close sequence has ended."""
-
-    session_id: str
-
-
-class SessionCompact(Request, tag="session.compact", kw_only=True, frozen=True):
-    """Compact an idle native session's context now; ``{}`` once the harness has the request,
-    and a ``compaction`` event in the log when it is done. ``unsupported`` for harnesses that
-    cannot; ``session_busy`` while a turn runs."""
-
-    session_id: str
-
-
-class SessionResume(Request, tag="session.resume", kw_only=True, frozen=True):
-    """Reopen a ``closed`` or ``failed`` session whose harness can resume: same id, its log
-    continues (``restarted {reason: "resumed"}``), a new child resumes the vendor conversation.
-
-    ``env`` is given again because a session's env values are never stored (only their keys).
-    """
-
-    session_id: str
-    env: dict[str, str] | None = None
-
-
-class LspList(Request, tag="lsp.list", kw_only=True, frozen=True):
-    """List the language servers running (or failed) under the daemon, one per (root, server)."""
-class McpList(Request, tag="mcp.list", kw_only=True, frozen=True):
-    """List every MCP server the daemon supervises, with its state, pid and tools."""
-
-
-class McpRestart(Request, tag="mcp.restart", kw_only=True, frozen=True):
-    """Restart one MCP server (a ``failed`` one included); answered once it runs or fails again."""
-
-    name: str
-
-
-MergeStrategy = Literal["merge", "squash", "rebase"]
-
-
-class WorkspaceDiff(Request, tag="workspace.diff", kw_only=True, frozen=True):
-    """The session's worktree against its base: committed, uncommitted and untracked changes.
-
-    ``stat``: the list of files only (``diff`` is then empty).
-    """
-
-    session_id: str
-    stat: bool = False
-
-
-class WorkspaceCommit(Request, tag="workspace.commit", kw_only=True, frozen=True):
-    """Commit everything uncommitted in the session's worktree (untracked files included)."""
-
-    session_id: str
-    message: str
-
-
-class WorkspaceMerge(Request, tag="workspace.merge", kw_only=True, frozen=True):
-    """Bring the session's branch into the branch its repository has checked out.
-
-    ``merge`` always makes a merge commit, ``squash`` one commit on top of the target,
-    ``rebase`` replays the branch's commits on top of it. Refused, with the repository left as
-    it was, on a conflict (``merge_conflict``) or a dirty target checkout (``target_dirty``).
-    """
-
-    session_id: str
-    strategy: MergeStrategy = "merge"
-
-
-class WorkspaceDiscard(Request, tag="workspace.discard", kw_only=True, frozen=True):
-    """Remove the session's worktree and branch, unmerged commits included.
-
-    An open session is ``session_busy`` unless ``force``, which closes it first.
-    """
-
-    session_id: str
-    force: bool = False
-
-
-class UiLoginCode(Request, tag="ui.login_code", kw_only=True, frozen=True):
-    """Mint a one-time login code for the browser UI (``corral ui``): valid 60 s, single use.
-
-    Served only to a connection that gave the token in ``hello``; the page trades the code for
-    a cookie of its own, so the daemon's token never reaches a browser.
-    """
-
-
-ClientRequest = (
-    DaemonStatus
-    | DaemonShutdown
-    | HarnessList
-    | SessionCreate
-    | SessionList
-    | SessionGet
-    | SessionSubscribe
-    | SessionUnsubscribe
-    | SessionPrompt
-    | SessionInterrupt
-    | SessionPermission
-    | SessionSetModel
-    | SessionClose
-    | SessionResume
-    | SessionCompact
-    | LspList
-    | McpList
-    | McpRestart
-    | WorkspaceDiff
-    | WorkspaceCommit
-    | WorkspaceMerge
-    | WorkspaceDiscard
-    | UiLoginCode
-)
-"""Every request a client may send after the handshake."""
-
-REQUEST_TYPES: dict[str, type[Request]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (
-        DaemonStatus, DaemonShutdown, HarnessList, SessionCreate, SessionList, SessionGet,
-        SessionSubscribe, SessionUnsubscribe, SessionPrompt, SessionInterrupt,
-        SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
-        McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
-        UiLoginCode,
-        SessionCompact,
-    )
-}
-
-# --- results ---------------------------------------------------------------------------------
-
-
-class Empty(Data, kw_only=True, frozen=True):
-    """The ``{}`` result of requests that return nothing."""
-
-
-class SupervisorInfo(Data, kw_only=True, frozen=True):
-    """Restart statistics of one supervisor of the daemon's tree.
-
-    ``restarts``: every restart it decided since it started; ``restarts_in_period``: those that
-    count against ``intensity`` now (more than ``intensity`` within ``period`` seconds and the
-    supervisor gives up, and its parent decides); ``children``/``running``: how many children
-    it holds and how many of them run.
-    """
-
-    name: str
-    strategy: str
-    intensity: int
-    period: float
-    restarts: int
-    restarts_in_period: int
-    children: int
-    running: int
-
-
-class DaemonStatusResult(Data, kw_only=True, frozen=True):
-    version: str
-    pid: int
-    uptime_s: float
-    sessions: int
-    clients: int
-    children: list[ChildProcess]
-    supervisors: list[SupervisorInfo] = msgspec.field(default_factory=list)
-    """Every supervisor of the daemon's tree, root first (depth-first)."""
-
-
-class HarnessListResult(Data, kw_only=True, frozen=True):
-    harnesses: list[Detection]
-
-
-class SessionResult(Data, kw_only=True, frozen=True):
-    session: SessionInfo
-
-
-class SessionListResult(Data, kw_only=True, frozen=True):
-    sessions: list[SessionInfo]
-
-
-class SubscribeResult(Data, kw_only=True, frozen=True):
-    last_seq: int
-
-
-class PromptResult(Data, kw_only=True, frozen=True):
-    delivery: Delivery
-
-
-LspState = Literal["starting", "running", "restarting", "failed"]
-"""``failed``: restarted more often than its restart intensity allows; no process runs."""
-
-
-class LspServerInfo(Data, kw_only=True, frozen=True):
-    """One language-server actor: the workspace ``root`` (a path) and the server id it runs."""
-
-    root: str
-    server: str
-    state: LspState
-    pid: int | None
-    restarts: int
-
-
-class LspListResult(Data, kw_only=True, frozen=True):
-    servers: list[LspServerInfo]
-class McpListResult(Data, kw_only=True, frozen=True):
-    servers: list[McpServerInfo]
-
-
-class McpServerResult(Data, kw_only=True, frozen=True):
-    server: McpServerInfo
-
-
-class DiffResult(Data, kw_only=True, frozen=True):
-    """``workspace.diff``: the unified ``diff`` (bounded; ``truncated`` when cut, its last line
-    then saying how many bytes were left out) and every changed file."""
-
-    diff: str
-    files: list[FileChange]
-    truncated: bool = False
-
-
-class CommitResult(Data, kw_only=True, frozen=True):
-    """``workspace.commit`` and ``workspace.merge``: the commit made (its full hash)."""
-
-    commit: str
-
-
-class LoginCodeResult(Data, kw_only=True, frozen=True):
-    """``ui.login_code``: the ``code``, the page's ``url`` carrying it, and its lifetime."""
-
-    code: str
-    url: str
-    expires_in: float
-
-
-RESULT_TYPES: dict[str, type[Data]] = {
-    "daemon.status": DaemonStatusResult,
-    "daemon.shutdown": Empty,
-    "harness.list": HarnessListResult,
-    "session.create": SessionResult,
-    "session.list": SessionListResult,
-    "session.get": SessionResult,
-    "session.resume": SessionResult,
-    "session.compact": Empty,
-    "session.subscribe": SubscribeResult,
-    "session.unsubscribe": Empty,
-    "session.prompt": PromptResult,
-    "session.interrupt": Empty,
-    "session.permission": Empty,
-    "session.set_model": Empty,
-    "session.close": Empty,
-    "lsp.list": LspListResult,
-    "mcp.list": McpListResult,
-    "mcp.restart": McpServerResult,
-    "workspace.diff": DiffResult,
-    "workspace.commit": CommitResult,
-    "workspace.merge": CommitResult,
-    "workspace.discard": Empty,
-    "ui.login_code": LoginCodeResult,
-}
-"""The result shape of each method, for clients that decode ``ok.result``."""
-
-# --- responses and pushes --------------------------------------------------------------------
-
-
-class Ok(Message, tag="ok", kw_only=True, frozen=True):
-    """The successful response to request ``id``."""
-
-    id: int
-    result: Any = msgspec.field(default_factory=dict)
-
-
-class ErrorFrame(Message, tag="error", kw_only=True, frozen=True, omit_defaults=True):
-    """The failed response to request ``id`` (null when the request was unreadable or pre-handshake).
-
-    ``data`` (structured details) is left out when there are none.
-    """
-
-    id: int | None
-    code: str
-    message: str
-    data: dict[str, Any] | None = None
-
-
-class EventFrame(Message, tag="event", kw_only=True, frozen=True):
-    """A session event, numbered by a gapless per-session ``seq``."""
-
-    session_id: str
-    seq: int
-    ts: str
-    event: Event
-
-
-class Lagged(Message, tag="lagged", kw_only=True, frozen=True):
-    """The connection fell behind; it was unsubscribed after the event numbered ``last_seq``."""
-
-    session_id: str
-    last_seq: int
-
-
-ServerFrame = Welcome | Ok | ErrorFrame | EventFrame | Lagged
-"""Every frame the daemon sends."""
-
-ClientFrame = Hello | ClientRequest
-"""Every frame a client sends."""
-
-AnyFrame = Hello | ClientRequest | Welcome | Ok | ErrorFrame | EventFrame | Lagged
-"""The whole client protocol in one union (the JSON Schema's root)."""
+from .frames import Hello as Hello
+from .frames import Welcome as Welcome
+from .frames import Ok as Ok
+from .frames import ErrorFrame as ErrorFrame
+from .frames import EventFrame as EventFrame
+from .frames import Lagged as Lagged
+from .frames import ServerFrame as ServerFrame
+from .frames import ClientFrame as ClientFrame
+from .frames import AnyFrame as AnyFrame
+from .requests import Request as Request
+from .requests import DaemonStatus as DaemonStatus
+from .requests import DaemonShutdown as DaemonShutdown
+from .requests import HarnessList as HarnessList
+from .requests import SessionCreate as SessionCreate
+from .requests import SessionList as SessionList
+from .requests import SessionGet as SessionGet
+from .requests import SessionSubscribe as SessionSubscribe
+from .requests import SessionUnsubscribe as SessionUnsubscribe
+from .requests import SessionPrompt as SessionPrompt
+from .requests import SessionInterrupt as SessionInterrupt
+from .requests import SessionPermission as SessionPermission
+from .requests import SessionSetModel as SessionSetModel
+from .requests import SessionClose as SessionClose
+from .requests import SessionCompact as SessionCompact
+from .requests import SessionResume as SessionResume
+from .requests import LspList as LspList
+from .requests import McpList as McpList
+from .requests import McpRestart as McpRestart
+from .requests import MergeStrategy as MergeStrategy
+from .requests import WorkspaceDiff as WorkspaceDiff
+from .requests import WorkspaceCommit as WorkspaceCommit
+from .requests import WorkspaceMerge as WorkspaceMerge
+from .requests import WorkspaceDiscard as WorkspaceDiscard
+from .requests import UiLoginCode as UiLoginCode
+from .requests import ClientRequest as ClientRequest
+from .requests import REQUEST_TYPES as REQUEST_TYPES
+from .results import Empty as Empty
+from .results import SupervisorInfo as SupervisorInfo
+from .results import DaemonStatusResult as DaemonStatusResult
+from .results import HarnessListResult as HarnessListResult
+from .results import SessionResult as SessionResult
+from .results import SessionListResult as SessionListResult
+from .results import SubscribeResult as SubscribeResult
+from .results import PromptResult as PromptResult
+from .results import LspState as LspState
+from .results import LspServerInfo as LspServerInfo
+from .results import LspListResult as LspListResult
+from .results import McpListResult as McpListResult
+from .results import McpServerResult as McpServerResult
+from .results import DiffResult as DiffResult
+from .results import CommitResult as CommitResult
+from .results import LoginCodeResult as LoginCodeResult
+from .results import RESULT_TYPES as RESULT_TYPES

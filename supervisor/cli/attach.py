@@ -22,7 +22,8 @@ import trio
 from protocol.errors import AlreadyDecided, DaemonNotRunning, SessionClosed, UnknownPermission
 from protocol.events import Decision, Event, Exit, Permission, PermissionDecided, Status
 
-from supervisor.client.api import RawEventFrame, open_client
+from supervisor.client import open_client
+from supervisor.client.subscription import RawEventFrame
 from supervisor.client.follow import follow_session
 from supervisor.cli.render import Renderer, short
 

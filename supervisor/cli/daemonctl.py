@@ -25,7 +25,7 @@ from msgspec import Struct
 
 from protocol.errors import CorralError, DaemonNotRunning, Timeout
 
-from supervisor.client.api import open_client
+from supervisor.client import open_client
 from supervisor.config import LoadedConfig, load_config
 from supervisor.statedir import DaemonFile, StateDir
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import trio
 
 from protocol.messages import LoginCodeResult, UiLoginCode
-from supervisor.client.api import open_client
+from supervisor.client import open_client
 from supervisor.statedir import resolve_state_dir
 
 __all__ = ["add_ui_command"]

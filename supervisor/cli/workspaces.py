@@ -28,7 +28,7 @@ from protocol.messages import (
     WorkspaceDiscard,
     WorkspaceMerge,
 )
-from supervisor.client.api import open_client
+from supervisor.client import open_client
 from supervisor.statedir import resolve_state_dir
 
 __all__ = ["add_workspace_commands", "ask"]

@@ -19,7 +19,8 @@ import trio
 
 from protocol.errors import DaemonNotRunning
 
-from supervisor.client.api import RawEventFrame, open_client
+from supervisor.client.connect import open_client
+from supervisor.client.subscription import RawEventFrame
 from supervisor.excgroup import raise_lone
 
 __all__ = ["follow_session"]

@@ -7,7 +7,8 @@ turn as a task, and everything else (steer, interrupt, decisions, set_model) rea
 * ``start`` (first, once): the workspace and tools, the gate, the model, the store and the ADK
   runner; the native session is loaded (``session_id`` given and found), copied in from
   ``resume_path``, or created; then ``init``. A failure is an ``error`` event and
-  ``StartFailed`` (the worker exits: the daemon's restart policy takes over).
+  ``StartFailed`` (the worker exits: the daemon's restart policy takes over). ``assembly``
+  builds all of it; the worker keeps what it built.
 * ``prompt``: starts a turn; during a turn (a prompt that crossed the end of the previous one)
   it waits for that turn to end. ``steer``: into the running turn; with none running (a steer
   that lost the race with the turn's end) it starts one, as a prompt would. Steering prompts
@@ -29,10 +30,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import msgspec
 from google.adk.agents.callback_context import CallbackContext
@@ -40,59 +39,36 @@ from google.adk.events.event import Event as AdkEvent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
-from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
-from google.adk.tools.base_tool import BaseTool
 
 from actors.native.accounting import TurnAccount
-from actors.native.compaction import CompactionConfig
 from actors.native.gate import Gate
-from actors.native.models import ModelError, ProviderConfig, build_model, close_model
-from actors.native.tools import TOOLS, Limits, Workspace
-from protocol.events import Error, Event, Init, ToolKind, Usage
+from actors.native.models import ModelError, close_model
+from protocol.events import Error, Event, Init, Usage
 from protocol.native_context import SubagentDef
 from protocol.native import (
     Ask, Command, Compact, Decide, DiagnosticsReport, Interrupt, McpResult, McpTools, Prompt,
     ProviderSettings, SetModel, Shutdown, Start, Steer,
 )
 
-from .agent import APP_NAME, USER_ID, AfterEdit, CodingTool, ModelSlot, build_app
-from .autonomy import (
-    INSTRUCTIONS, AutonomousRun, DoneBox, Ledger, ReportDone, continuation, ledger_path,
-    start_run,
+from .agent import APP_NAME, USER_ID, ModelSlot
+from .assembly import (
+    ModelFactory, StartFailed, WorkerHooks, compose, default_model, open_start, tool_kinds,
 )
+from .autonomy import AutonomousRun, DoneBox, Ledger, continuation, ledger_path, start_run
 from .compactor import Compactor, model_summarizer
-from .daemon_tools import DIAGNOSTICS, DiagnosticsTool, McpToolset, decorate
+from .daemon_tools import DIAGNOSTICS
 from .depth import Depth
-from .skills import SKILL_TOOLS
 from .events import EventMapper
 from .link import DaemonLink
-from .plugins import load_plugins
-from .store import JsonlSessionService, StoreCorrupt, new_session_id
-from .subagents import Subagents, Wiring
+from .store import JsonlSessionService
 from .turn import Turn
 
 __all__ = ["ModelFactory", "StartFailed", "Worker", "default_model"]
 
 log = logging.getLogger("corral.native.worker")
 
-ModelFactory = Callable[[ProviderSettings], BaseLlm]
-"""Builds the ADK model for provider settings (tests pass a scripted one)."""
-
 _SHUTDOWN_GRACE = 5.0
-_SYSTEM = """You are corral's coding agent, working for the user in the directory {cwd}.
-Use the tools to read, search, change and run things there: read a file before you change it,
-prefer edit for small changes and write for new files, and use bash for commands (a fresh shell
-each time, in that directory). Paths are relative to it. Be concise, and say what you did."""
-
-
-class StartFailed(Exception):
-    """``start`` could not set the worker up; the ``error`` event was already emitted."""
-
-
-def default_model(settings: ProviderSettings) -> BaseLlm:
-    """The real adapter for ``settings`` (``actors.native.models``)."""
-    return build_model(msgspec.convert(msgspec.structs.asdict(settings), ProviderConfig))
 
 
 class Worker:
@@ -189,75 +165,31 @@ class Worker:
     # --- start ------------------------------------------------------------------------
 
     async def _on_start(self, start: Start) -> None:
+        """Open the session and compose the agent (``assembly``), then ``init``."""
         if self._start is not None:
             self._emit(Error(code="native.protocol.started_twice", error_class="protocol",
                              message="start was sent twice; the second is ignored"))
             return
-        try:
-            limits = msgspec.convert(start.limits, Limits)
-            workspace = Workspace(start.cwd, limits=limits)
-            store = JsonlSessionService(start.store_dir)
-            compaction = msgspec.convert(start.compaction, CompactionConfig)
-            session_id = await self._open_session(store, start)
-            llm = self._model_factory(start.provider)
-        except (msgspec.ValidationError, OSError, StoreCorrupt, ValueError, ModelError) as exc:
-            self._emit(Error(code="native.launch.start_failed", error_class="launch",
-                             message=f"the native worker could not start: {exc}"))
-            raise StartFailed(str(exc)) from exc
-        self._start, self._store, self._session_id = start, store, session_id
+        opened = await open_start(start, model_factory=self._model_factory, emit=self._emit)
+        self._start, self._store, self._session_id = start, opened.store, opened.session_id
         self._gate = Gate(start.permissions)
         self._start_settings = start.provider
-        self._slot = ModelSlot(llm, start.model)
-        self._models.append(llm)
+        self._slot = ModelSlot(opened.llm, start.model)
+        self._models.append(opened.llm)
         slot = self._slot
-        self._compactor = Compactor(compaction, store_dir=start.store_dir, session_id=session_id,
-                                    emit=self._emit, summarize=model_summarizer(lambda: slot.llm))
-        link = self._link if start.daemon_tools else None
-        after_edit: AfterEdit | None = None
-        if link is not None:
-            async def after_edit(path: str, text: str | None) -> str:
-                return await decorate(link, path, text)
-        system = _SYSTEM.format(cwd=workspace.root)
-        if start.autonomous is not None:
-            system += "\n\n" + INSTRUCTIONS.format(goal=start.autonomous.goal)
-        # Discovery reads files: off the event loop.
-        depth = await asyncio.to_thread(
-            Depth, start.cwd, settings=start.context, environ=self._environ, emit=self._emit,
-            system=system, session_instructions=start.instructions,
-            active_tools=start.tools, session_id=session_id)
-        tools: list[Any] = [*(CodingTool(spec, workspace, self._gate, after_edit) for spec in TOOLS),
-                            *depth.tools]
-        if start.autonomous is not None:
-            tools.append(ReportDone(self._done))
-        if link is not None:
-            tools += [DiagnosticsTool(link), McpToolset(link, self._gate)]
-        self._depth = depth
-        if depth.hooks:
-            self._compactor.before_compact = depth.on_compact
-        plugins = load_plugins(self._emit)
-        # Subagents get the session's tools but not its MCP toolset (listed per request).
-        plain = [tool for tool in tools if isinstance(tool, BaseTool)]
-        tools += self._subagents(start, depth, plain, plugins, _SYSTEM.format(cwd=workspace.root))
-        app = build_app(self._slot, tools, instruction=depth.instruction,
-                        before_model=[self._before_model, depth.before_model],
-                        before_tool=depth.before_tool, after_tool=depth.after_tool,
-                        after_model=self._after_model, thinking=start.thinking, plugins=plugins)
-        self._runner = Runner(app=app, session_service=store)
-        names = [tool.name for tool in tools if not isinstance(tool, McpToolset)]
-        self._emit(Init(vendor_session_id=session_id, model=start.model, cwd=start.cwd,
-                        tools=depth.tool_names(names)))
+        self._compactor = Compactor(opened.compaction, store_dir=start.store_dir,
+                                    session_id=opened.session_id, emit=self._emit,
+                                    summarize=model_summarizer(lambda: slot.llm))
+        hooks = WorkerHooks(before_model=self._before_model, after_model=self._after_model,
+                            subagent_slot=self._subagent_slot,
+                            subagent_usage=self._subagent_usage)
+        composed = await compose(start, opened, gate=self._gate, slot=slot,
+                                 compactor=self._compactor, link=self._link, done=self._done,
+                                 environ=self._environ, emit=self._emit, hooks=hooks)
+        self._depth, self._runner = composed.depth, composed.runner
+        self._emit(Init(vendor_session_id=opened.session_id, model=start.model, cwd=start.cwd,
+                        tools=composed.tool_names))
         self._resume_autonomous()
-
-    def _subagents(self, start: Start, depth: Depth, tools: list[BaseTool],
-                   plugins: list[BasePlugin], system: str) -> list[BaseTool]:
-        """The session's subagent tools (``worker.subagents``); none without definitions."""
-        if not depth.subagents:
-            return []
-        wiring = Wiring(system=system, before_model=[depth.before_model],
-                        before_tool=depth.before_tool, after_tool=depth.after_tool,
-                        plugins=plugins, kinds=_kinds(), on_usage=self._subagent_usage)
-        return Subagents(depth.subagents, max_depth=start.context.subagent_depth, tools=tools,
-                         slot=self._subagent_slot, wiring=wiring, emit=self._emit).tools
 
     def _subagent_usage(self, model: str, usage: Usage) -> None:
         if self._turn is not None:
@@ -282,25 +214,6 @@ class Worker:
         self._models.append(llm)
         return ModelSlot(llm, spec)
 
-    async def _open_session(self, store: JsonlSessionService, start: Start) -> str:
-        wanted = start.session_id
-        if wanted:
-            if not store.path(wanted).exists() and start.resume_path:
-                shutil.copyfile(start.resume_path, store.path(wanted))
-            if await store.get_session(app_name=APP_NAME, user_id=USER_ID,
-                                       session_id=wanted) is not None:
-                if store.truncated_bytes:
-                    self._emit(Error(code="native.store.torn_line", error_class="unknown",
-                                     message=f"native session {wanted}: a torn last line "
-                                             f"({store.truncated_bytes} bytes) was dropped"))
-                return wanted
-            self._emit(Error(code="native.launch.resume_not_found", error_class="launch",
-                             message=f"native session {wanted} was not found; "
-                                     "a new one was started"))
-        created = await store.create_session(app_name=APP_NAME, user_id=USER_ID,
-                                             session_id=new_session_id())
-        return created.id
-
     # --- turns ------------------------------------------------------------------------
 
     def _next_turn(self) -> None:
@@ -308,7 +221,7 @@ class Worker:
         if self._turn is not None or not self._queued or start is None or runner is None \
                 or store is None or gate is None:
             return
-        kinds = _kinds()
+        kinds = tool_kinds()
         kinds[DIAGNOSTICS] = "read"
         hooks = self._depth if self._depth is not None and self._depth.hooks else None
 
@@ -399,8 +312,3 @@ class Worker:
             return
         self._models.append(llm)
         self._slot.llm, self._slot.spec = llm, settings.spec
-
-
-def _kinds() -> dict[str, ToolKind]:
-    """The kind of each tool the session may have (others, subagents included, are ``other``)."""
-    return {spec.name: spec.kind for spec in TOOLS} | dict.fromkeys(SKILL_TOOLS, "read")

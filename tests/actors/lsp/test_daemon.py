@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from protocol.messages import LspList, LspListResult
-from supervisor.client.api import open_client
+from supervisor.client import open_client
 from supervisor.ledger.store import Ledger
 from tests.actors.lsp.rig import FAKE
 

@@ -18,7 +18,7 @@ from protocol.events import Checkpoint, Init, Result
 from protocol.framing import LengthPrefixFramer
 from protocol.messages import SessionCreate
 from protocol.native import Autonomy, Start, decode_command, encode_event
-from supervisor.cli import commands
+from supervisor.cli import commands, sessions
 
 
 def translator(tmp: Path, options: dict[str, Any]) -> NativeTranslator:
@@ -70,7 +70,7 @@ def test_corral_new_goal_and_max_turns(monkeypatch: pytest.MonkeyPatch) -> None:
         sent.append(request)
         return argparse.Namespace(session=argparse.Namespace(id="s-1"))
 
-    monkeypatch.setattr(commands, "ask", ask)
+    monkeypatch.setattr(sessions, "ask", ask)  # the session commands send through it
     args = commands.build_parser().parse_args(
         ["new", "--harness", "native", "--model", "openai/x", "--goal", "fix it",
          "--max-turns", "5", "--option", 'autonomous={"max_cost_usd": 1.5}'])

@@ -22,7 +22,7 @@ import trio
 
 from protocol.events import Permission, PermissionDecided, Result, Tool
 from protocol.schema import client_protocol_schema
-from supervisor.client.api import open_client
+from supervisor.client import open_client
 
 REPO = Path(__file__).resolve().parents[3]
 LIMIT = 180  # generous: each command is a fresh Python process, slow on a loaded machine

@@ -31,7 +31,8 @@ from protocol.errors import (
 )
 from protocol.events import Assistant, Exit, Permission, PermissionDecided, Result, Status, Tool
 from protocol.messages import SessionList, SessionListResult
-from supervisor.client.api import ConnectionLost, open_client, open_client_on
+from supervisor.client.connect import open_client, open_client_on
+from supervisor.client.subscription import ConnectionLost
 from supervisor.config import LoadedConfig
 from supervisor.server.config import DaemonConfig
 from actors.app import Config, serve as run_daemon

@@ -1,0 +1,83 @@
+"""The commands about what the daemon offers: ``harnesses``, ``lsp ls``, ``mcp ls|restart``,
+and ``protocol schema`` (the client protocol's JSON Schema, printed without a daemon)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from protocol.errors import ProtocolError
+from protocol.messages import LspList, LspListResult
+from protocol.models import McpServerInfo
+from protocol.schema import client_protocol_schema
+
+from supervisor.cli.render import harness_rows
+from supervisor.cli.tables import table
+from supervisor.client import open_client
+from supervisor.statedir import resolve_state_dir
+
+__all__ = ["harnesses", "lsp", "mcp", "protocol"]
+
+
+def harnesses(args: argparse.Namespace) -> None:
+    async def fetch() -> list[Any]:
+        async with open_client(_state(args)) as client:
+            return await client.harnesses()
+
+    table(harness_rows(trio.run(fetch), models=args.models))
+
+
+def lsp(args: argparse.Namespace) -> None:
+    async def fetch() -> LspListResult:
+        async with open_client(_state(args)) as client:
+            result = await client.request(LspList(id=0))
+        if not isinstance(result, LspListResult):
+            raise ProtocolError(f"lsp.list answered a {type(result).__name__}")
+        return result
+
+    servers = trio.run(fetch).servers
+    if args.json:
+        print(msgspec.json.encode(servers).decode())
+    elif servers:
+        table([["SERVER", "STATE", "PID", "RESTARTS", "ROOT"],
+                *([s.server, s.state, str(s.pid or "-"), str(s.restarts), s.root] for s in servers)])
+    else:
+        print("no language servers")
+
+
+def mcp(args: argparse.Namespace) -> int:
+    async def run() -> list[McpServerInfo]:
+        async with open_client(_state(args)) as client:
+            if args.mcp_command == "restart":
+                return [await client.mcp_restart(args.name)]
+            return await client.mcp_servers()
+
+    servers = trio.run(run)
+    if args.mcp_command == "ls" and args.json:
+        print(msgspec.json.encode(servers).decode())
+    elif servers:
+        rows = [["NAME", "STATE", "PID", "RESTARTS", "TOOLS", "LAST ERROR"]]
+        rows += [[s.name, s.state, str(s.pid or "-"), str(s.restarts), str(len(s.tools)),
+                  s.last_error or "-"] for s in servers]
+        table(rows)
+    else:
+        print("no MCP servers")
+    if args.mcp_command == "restart" and servers[0].state != "running":
+        print(f"corral: MCP server {args.name} is {servers[0].state}: {servers[0].last_error or '-'}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def protocol(args: argparse.Namespace) -> None:
+    print(json.dumps(client_protocol_schema(), indent=2))
+
+
+def _state(args: argparse.Namespace) -> Path:
+    return resolve_state_dir(getattr(args, "state_dir", None))
