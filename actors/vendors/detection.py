@@ -11,8 +11,9 @@ the login state). What is the same for all of them lives here:
   one key share one probe. ``actors.app`` builds one and gives it to every vendor driver, so
   ``harness.list`` and the availability check of ``session.create`` read the same verdicts.
 * ``Detector``: what a driver holds: its probe, binary, env keys and the cache; ``detect()`` is
-  the cached verdict plus the models sessions reported (ACP and OpenCode learn theirs only
-  from a live session); ``binary`` is the path the last verdict found (launches default to it).
+  the cached verdict, its models filled in from a live session when the CLI listed none
+  (an ACP agent that needs a login to open a session outside one, an OpenCode whose
+  ``opencode models`` failed); ``binary`` is the path the last verdict found (launches default to it).
 """
 
 from __future__ import annotations
@@ -164,7 +165,8 @@ class Detector:
                  cache: DetectionCache | None = None) -> None:
         self.harness = harness
         self.models: list[str] = []
-        """Models a live session reported (ACP, OpenCode); shown while the verdict is available."""
+        """Models a live session reported (ACP, OpenCode); shown while the verdict is available
+        and its own probe listed none."""
         self._probe = probe
         self._binary = binary
         self._env = env
@@ -189,8 +191,9 @@ class Detector:
         env = self._environ()
         verdict = await self._cache.get(self._key(env), lambda: self._probe(self._binary, env))
         if self.models and verdict.available and not verdict.features.models:
+            # an available verdict's only reason is a failed models probe: the models are here now
             features = msgspec.structs.replace(verdict.features, models=list(self.models))
-            return msgspec.structs.replace(verdict, features=features)
+            return msgspec.structs.replace(verdict, features=features, reason=None)
         return verdict
 
     def _environ(self) -> Mapping[str, str]:
