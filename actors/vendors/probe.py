@@ -15,6 +15,8 @@ carries a reason a user can act on (``pi --version did not answer within 30s``),
 * ``ask_probe(argv, env, request, answer, timeout)``: one request written to a JSON-lines
   child, its stdout lines fed to ``answer`` until it returns something; a ``Write`` it returns
   is one more request (a handshake of several steps: ACP's ``initialize`` then ``session/new``).
+  A child that exits unasked is a reason quoting its last stderr line (values of key-like
+  variables masked).
 * ``probe_version(path, env, timeout)``: ``PATH --version``'s first line holding ``x.y.z``.
 * ``package_version(binary, package)``: the ``version`` of the npm package that ships a binary.
 """
@@ -44,13 +46,17 @@ OUTPUT_LIMIT = 4 << 20
 T = TypeVar("T")
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+_SAID_LIMIT = 200  # characters of a child's last stderr line quoted in a reason
 
 
 class Ran(msgspec.Struct, frozen=True, kw_only=True):
-    """A probe that ran to its end: its exit code and what it printed on stdout."""
+    """A probe that ran to its end: its exit code, what it printed on stdout, and the last line
+    it wrote on stderr (values of key-like variables masked; for a reason when it failed)."""
 
     exit_code: int | None
     stdout: str
+    said: str = ""
 
 
 class ProbeFailed(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,7 +92,8 @@ async def run_probe(argv: list[str], env: Mapping[str, str], *, timeout: float,
             if len(output) > OUTPUT_LIMIT:
                 return ProbeFailed(reason=f"{name} printed more than {OUTPUT_LIMIT} bytes")
         status = await child.wait()
-        return Ran(exit_code=status.exit_code, stdout=output.decode("utf-8", "replace"))
+        return Ran(exit_code=status.exit_code, stdout=output.decode("utf-8", "replace"),
+                   said=_said(child))
 
     if merge_stderr:  # the shell execs the program: the pid, the group and the kill stay the same
         argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
@@ -122,7 +129,9 @@ async def ask_probe(argv: list[str], env: Mapping[str, str], request: bytes,
             elif found is not None:
                 return found
         status = await child.wait()
-        return ProbeFailed(reason=f"{name} exited ({_how(status.exit_code)}) without answering")
+        said = _said(child)
+        return ProbeFailed(reason=f"{name} exited ({_how(status.exit_code)}) without answering"
+                                  + (f": {said}" if said else ""))
 
     return await _supervised(argv, env, timeout, "ndjson", talk, name, cwd=cwd)
 
@@ -175,9 +184,11 @@ async def _supervised(argv: list[str], env: Mapping[str, str], timeout: float,
     # ``env`` is the whole environment: variables of the daemon's own that it lacks are removed.
     overrides: dict[str, str | None] = {name: None for name in os.environ if name not in env}
     overrides.update(env)
+    # Its stderr is logged and may be quoted in a reason: the values of key-like variables are masked.
+    secrets = frozenset(value for key, value in env.items() if _SECRET_NAME.search(key))
     spec = ProcessSpec(key=f"probe:{os.path.basename(argv[0])}", kind="probe", argv=argv,
                        cwd=cwd, env=overrides, shutdown=0, framing=framing, frame_limit=OUTPUT_LIMIT,
-                       death_signal="SIGKILL")
+                       death_signal="SIGKILL", secrets=secrets)
     with trio.move_on_after(timeout):
         try:
             async with open_child(spec) as child:
@@ -185,6 +196,12 @@ async def _supervised(argv: list[str], env: Mapping[str, str], timeout: float,
         except CorralError as exc:  # launch failed, or a line longer than the limit
             return ProbeFailed(reason=f"{name}: {exc.message}")
     return ProbeFailed(reason=f"{name} did not answer within {timeout:g}s", timed_out=True)
+
+
+def _said(child: ProcessChild) -> str:
+    """The child's last non-blank stderr line (masked), cut to ``_SAID_LIMIT`` characters."""
+    line = next((line.strip() for line in reversed(child.stderr_tail()) if line.strip()), "")
+    return line[:_SAID_LIMIT]
 
 
 def _name(argv: list[str]) -> str:

@@ -7,7 +7,9 @@ supervised, group-killed children (``actors.vendors.probe``) with the daemon's e
 what a session's server sees before its own ``env`` and ``options`` — in ``/``, so no
 project's ``opencode.json`` leaks into the harness-wide list. A models probe that fails or is
 slow leaves OpenCode available and says why in ``reason``; the models of the first server a
-session used (``Detector.models``, from its ``GET /config/providers``) fill in then.
+session used (``Detector.models``, from its ``GET /config/providers``) fill in then. OpenCode
+1.18.33's very first run on a data directory creates its database, and several first runs at
+once may fail with "database is locked" (measured): the reason says so, the next probe lists.
 ``actors.vendors.detection`` caches the verdict. Login state is ``unknown``: OpenCode keeps
 credentials per provider, in its data directory or in provider variables.
 """
@@ -57,7 +59,8 @@ async def list_models(path: str, env: Mapping[str, str], *,
     if isinstance(ran, ProbeFailed):
         return ran
     if ran.exit_code != 0:
-        return ProbeFailed(reason=f"opencode models exited with {ran.exit_code}")
+        said = f": {ran.said}" if ran.said else ""
+        return ProbeFailed(reason=f"opencode models exited with {ran.exit_code}{said}")
     lines = [line.strip() for line in ran.stdout.splitlines() if line.strip()]
     odd = next((line for line in lines if not _MODEL.fullmatch(line)), None)
     if odd is not None:

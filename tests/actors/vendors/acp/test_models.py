@@ -39,6 +39,9 @@ for line in sys.stdin:
     elif method == "authenticate":
         send({{"id": mid, "result": {{}}}})
     elif method == "session/new":
+        if mode == "exit":
+            sys.stderr.write("BYOK providers require an explicit model.\\n\\n")
+            sys.exit(1)
         if mode == "hang":
             time.sleep(600)
         if mode == "auth":
@@ -111,6 +114,14 @@ async def test_an_agent_that_wants_a_login_is_a_reason_not_an_error(tmp_path: Pa
     assert (detection.available, detection.version, detection.features.models) == (True, "1.0.102", [])
     assert detection.reason == ("models not listed: copilot session/new failed (-32000): "
                                 "Authentication required: key *** rejected")
+    assert list(private_tmp.iterdir()) == []
+
+
+async def test_an_agent_that_exits_is_a_reason_quoting_it(tmp_path: Path, private_tmp: Path) -> None:
+    path, env = agent(tmp_path, "exit")
+    assert await list_models(PROFILES["omp"], path, env, timeout=30) == ProbeFailed(
+        reason="omp session/new exited (status 1) without answering: "
+               "BYOK providers require an explicit model.")
     assert list(private_tmp.iterdir()) == []
 
 

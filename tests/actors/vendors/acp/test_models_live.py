@@ -21,7 +21,7 @@ from tests.fakes.acp_offline import PINNED, binary, install_hint, offline
 from tests.fakes.model_server import FakeModels
 
 pytestmark = [pytest.mark.vendor]
-TIMEOUT = 120
+TIMEOUT = 150  # the probes get 60 s each: a loaded machine is no failure here
 MARK = "CORRAL_MODELS_PROBE_TEST"
 
 EXPECTED = {  # what the pinned agents offer a new session, offline
@@ -70,7 +70,7 @@ async def detect(agent: str, tmp: Path, env: dict[str, str], home: Path) -> Dete
     profile = PROFILES[agent]
     full = {**os.environ, **env, **home_env(str(home), profile.home_env), MARK: secrets.token_hex(4)}
     with trio.fail_after(TIMEOUT):
-        detection = await probe(profile, _installed(agent), full)
+        detection = await probe(profile, _installed(agent), full, timeout=60, models_timeout=60)
     assert marked() == []
     assert list((tmp / "tmp").iterdir()) == []
     return detection

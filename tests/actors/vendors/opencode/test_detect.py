@@ -24,6 +24,9 @@ if sys.argv[1:] == ["--version"]:
 assert sys.argv[1:] == ["models"] and os.getcwd() == "/", (sys.argv, os.getcwd())
 time.sleep({models_delay})
 sys.stdout.write({listing!r})
+if os.environ.get("FAKE_FAIL"):
+    sys.stderr.write("Error: Unexpected error\\n\\ndatabase is locked " + os.environ["MY_API_KEY"] + "\\n")
+    sys.exit(1)
 """
 
 
@@ -64,6 +67,13 @@ async def test_a_slow_or_odd_model_list_leaves_opencode_available_and_says_why(t
                          "not provider/model"
 
 
+async def test_a_failed_model_list_quotes_the_clis_last_words_masking_keys(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "FAKE_FAIL": "1", "MY_API_KEY": "sk-secret-value"}
+    failed = await probe(fake_opencode(tmp_path, listing=""), env)
+    assert (failed.available, failed.features.models) == (True, [])
+    assert failed.reason == "models not listed: opencode models exited with 1: database is locked ***"
+
+
 async def test_models_seen_by_a_session_fill_in_when_the_cli_listed_none(tmp_path: Path) -> None:
     detector = Detector(HARNESS, probe, binary=fake_opencode(tmp_path, listing=""),
                         env={"PATH": os.environ["PATH"]}, env_keys=ENV_KEYS, cache=DetectionCache(3600))
@@ -84,8 +94,8 @@ async def test_the_real_opencode_lists_the_models_its_config_names(tmp_path: Pat
     config.mkdir(parents=True)
     # The provider names the fake model server's address; listing models never contacts it.
     (config / "opencode.json").write_text(json.dumps(provider_config(port=9)))
-    with trio.fail_after(120):
-        detection = await probe(binary, env)
+    with trio.fail_after(150):  # generous probe timeouts: a loaded machine is no failure here
+        detection = await probe(binary, env, version_timeout=60, models_timeout=60)
     assert (detection.available, detection.version, detection.reason) == (True, PINNED, None)
     assert MODEL in detection.features.models and "fake/fake-other" in detection.features.models
     assert all("/" in model for model in detection.features.models)
