@@ -8,7 +8,7 @@ Login state is ``unknown``: ACP agents say so only when a session is opened (``a
 
 ``features.models`` are the models the agent offers a new session (``models.list_models``: the
 agent started the profile's way, ``initialize`` and ``session/new`` in a throwaway directory),
-asked at once with the version; an agent that cannot open a session without a login or a key
+asked at once with the version when ``harness.list`` asks for models; an agent that cannot open a session without a login or a key
 stays available, and ``reason`` says why its models are missing. Then the models it offered the
 last time a session opened in this daemon fill in (``Detector.models``).
 ``actors.vendors.detection`` caches the verdict.
@@ -43,10 +43,11 @@ VERSION_TIMEOUT = 20.0
 
 
 async def probe(profile: Profile, binary: str | None, env: Mapping[str, str], *,
-                timeout: float = VERSION_TIMEOUT,
+                with_models: bool = False, timeout: float = VERSION_TIMEOUT,
                 models_timeout: float = MODELS_TIMEOUT) -> Detection:
     """Detect once, uncached; a missing, failing or too-old binary is ``available: false`` with
-    the reason. Cancellation kills the probes."""
+    the reason. ``with_models`` also opens a session to list the models (seconds more: only
+    ``harness.list {models: true}`` asks). Cancellation kills the probes."""
     base = Detection(harness=profile.name, available=False, features=FEATURES,
                      min_version=profile.min_version)
 
@@ -60,5 +61,5 @@ async def probe(profile: Profile, binary: str | None, env: Mapping[str, str], *,
 
     return await probe_cli(base, find_binary(binary, profile.binary, env), env,
                            name=binary or profile.binary, version_timeout=timeout, version=version,
-                           models=lambda path: list_models(profile, path, env,
-                                                           timeout=models_timeout))
+                           models=(lambda path: list_models(profile, path, env, timeout=models_timeout))
+                           if with_models else None)

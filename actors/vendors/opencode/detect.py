@@ -40,15 +40,17 @@ MODELS_TIMEOUT = 20.0  # at once with the version: harness.list answers within a
 _MODEL = re.compile(r"[^\s/]+/\S+")
 
 
-async def probe(binary: str | None, env: Mapping[str, str], *,
+async def probe(binary: str | None, env: Mapping[str, str], *, with_models: bool = False,
                 version_timeout: float = VERSION_TIMEOUT,
                 models_timeout: float = MODELS_TIMEOUT) -> Detection:
     """Detect once, uncached; a missing, failing, slow or too-old binary is ``available: false``
-    with the reason. Cancellation kills the probes."""
+    with the reason. ``with_models`` also runs ``opencode models`` (seconds more: it loads every
+    provider; only ``harness.list {models: true}`` asks). Cancellation kills the probes."""
     base = Detection(harness=HARNESS, available=False, features=FEATURES, min_version=MIN_VERSION)
     return await probe_cli(base, find_binary(binary, "opencode", env), env,
                            name=binary or "opencode", version_timeout=version_timeout,
-                           models=lambda path: list_models(path, env, timeout=models_timeout))
+                           models=(lambda path: list_models(path, env, timeout=models_timeout))
+                           if with_models else None)
 
 
 async def list_models(path: str, env: Mapping[str, str], *,

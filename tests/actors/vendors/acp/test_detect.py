@@ -72,17 +72,19 @@ async def test_detection_is_cached_and_lists_the_models_a_session_offered(
     binary = script(tmp_path / "copilot",  # answers --version and anything else alike: no ACP
                     f"open({str(counter)!r}, 'a').write('x')\nprint('1.0.102')")
     driver = AcpDriver(PROFILES["copilot"], binary=str(binary))
-    first = await driver.detect()
+    plain = await driver.detect()  # harness.list: --version only, no session opened
+    assert (plain.available, plain.reason, counter.read_text()) == (True, None, "x")
+    first = await driver.detect(models=True)
     assert first.reason == "models not listed: copilot session/new exited (status 0) without answering"
     mock_clock.jump(100)
-    assert await driver.detect() == first and counter.read_text() == "xx"  # --version, models
+    assert await driver.detect() == first and counter.read_text() == "xxx"  # --version, then both
     driver.detector.models = ["gpt-4.1", "gpt-5"]
     learned = await driver.detect()
     assert learned.features == msgspec.structs.replace(first.features, models=["gpt-4.1", "gpt-5"])
     assert learned.reason is None
     mock_clock.jump(300)
-    await driver.detect()
-    assert counter.read_text() == "xxxx"
+    await driver.detect(models=True)
+    assert counter.read_text() == "xxxxx"
 
 
 def test_parse_version() -> None:

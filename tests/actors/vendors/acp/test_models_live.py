@@ -70,7 +70,7 @@ async def detect(agent: str, tmp: Path, env: dict[str, str], home: Path) -> Dete
     profile = PROFILES[agent]
     full = {**os.environ, **env, **home_env(str(home), profile.home_env), MARK: secrets.token_hex(4)}
     with trio.fail_after(TIMEOUT):
-        detection = await probe(profile, _installed(agent), full, timeout=60, models_timeout=60)
+        detection = await probe(profile, _installed(agent), full, with_models=True, timeout=60, models_timeout=60)
     assert marked() == []
     assert list((tmp / "tmp").iterdir()) == []
     return detection

@@ -51,17 +51,19 @@ async def test_version_floor_and_missing_binary(tmp_path: Path) -> None:
 
 
 async def test_models_come_from_opencode_models(tmp_path: Path) -> None:
-    found = await probe(fake_opencode(tmp_path), {"PATH": os.environ["PATH"]})
+    found = await probe(fake_opencode(tmp_path), {"PATH": os.environ["PATH"]}, with_models=True)
     assert (found.available, found.features.models, found.reason) == (True, ["p/m1", "q/m-2"], None)
+    plain = await probe(fake_opencode(tmp_path), {"PATH": os.environ["PATH"]})  # not asked: not run
+    assert (plain.available, plain.features.models) == (True, [])
 
 
 async def test_a_slow_or_odd_model_list_leaves_opencode_available_and_says_why(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"]}
     with trio.fail_after(60):
-        slow = await probe(fake_opencode(tmp_path, models_delay=600), env, models_timeout=3)
+        slow = await probe(fake_opencode(tmp_path, models_delay=600), env, with_models=True, models_timeout=3)
     assert (slow.available, slow.features.models) == (True, [])
     assert slow.reason == "models not listed: opencode models did not answer within 3s"
-    odd = await probe(fake_opencode(tmp_path, listing="p/m1\nWarning: something\n"), env)
+    odd = await probe(fake_opencode(tmp_path, listing="p/m1\nWarning: something\n"), env, with_models=True)
     assert (odd.available, odd.features.models) == (True, [])
     assert odd.reason == "models not listed: opencode models printed 'Warning: something', " \
                          "not provider/model"
@@ -69,7 +71,7 @@ async def test_a_slow_or_odd_model_list_leaves_opencode_available_and_says_why(t
 
 async def test_a_failed_model_list_quotes_the_clis_last_words_masking_keys(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"], "FAKE_FAIL": "1", "MY_API_KEY": "sk-secret-value"}
-    failed = await probe(fake_opencode(tmp_path, listing=""), env)
+    failed = await probe(fake_opencode(tmp_path, listing=""), env, with_models=True)
     assert (failed.available, failed.features.models) == (True, [])
     assert failed.reason == "models not listed: opencode models exited with 1: database is locked ***"
 
@@ -95,7 +97,7 @@ async def test_the_real_opencode_lists_the_models_its_config_names(tmp_path: Pat
     # The provider names the fake model server's address; listing models never contacts it.
     (config / "opencode.json").write_text(json.dumps(provider_config(port=9)))
     with trio.fail_after(150):  # generous probe timeouts: a loaded machine is no failure here
-        detection = await probe(binary, env, version_timeout=60, models_timeout=60)
+        detection = await probe(binary, env, with_models=True, version_timeout=60, models_timeout=60)
     assert (detection.available, detection.version, detection.reason) == (True, PINNED, None)
     assert MODEL in detection.features.models and "fake/fake-other" in detection.features.models
     assert all("/" in model for model in detection.features.models)
