@@ -252,8 +252,8 @@ class App:
             case DaemonShutdown():
                 self.host.stop()
                 return Empty()
-            case HarnessList():
-                return HarnessListResult(harnesses=await self.sessions.detections())
+            case HarnessList(models=models):
+                return HarnessListResult(harnesses=await self.sessions.detections(models=models))
             case SessionCreate(workspace=WorkspaceSpec()):
                 return SessionResult(session=await self._create_in_workspace(request))
             case SessionCreate():

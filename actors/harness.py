@@ -160,8 +160,10 @@ class Driver(Protocol):
     def translator(self, request: HarnessRequest) -> Translator:
         """A fresh translator for one child process."""
 
-    async def detect(self) -> Detection:
-        """Find the binary, its version and login state; never reads or returns a token."""
+    async def detect(self, *, models: bool = False) -> Detection:
+        """Find the binary, its version and login state; never reads or returns a token.
+        ``models`` also runs a models probe that is slow (a CLI that must open a session or
+        load every provider to list them); a fast one runs every time."""
 
     # Drivers whose translators emit ``Work`` also have
     # ``worker(self, request: HarnessRequest, ledger: Any = None)

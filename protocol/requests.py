@@ -29,7 +29,10 @@ class DaemonShutdown(Request, tag="daemon.shutdown", kw_only=True, frozen=True):
 
 
 class HarnessList(Request, tag="harness.list", kw_only=True, frozen=True):
-    """List every harness with its detection."""
+    """List every harness with its detection; ``models`` (an addition) also asks the CLIs that
+    list their models only slowly (ACP agents open a session, OpenCode loads its providers)."""
+
+    models: bool = False
 
 
 class SessionCreate(Request, tag="session.create", kw_only=True, frozen=True):

@@ -56,7 +56,7 @@ class FakeDriver:
     def translator(self, request: HarnessRequest) -> FakeTranslator:
         return FakeTranslator(steer=fake_options(request).steer)
 
-    async def detect(self) -> Detection:
+    async def detect(self, *, models: bool = False) -> Detection:
         sh = shutil.which("sh")
         return Detection(
             harness=self.name, available=sh is not None, version="1", path=sh,

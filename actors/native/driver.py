@@ -116,7 +116,7 @@ class NativeDriver:
                                 daemon_tools=self.services is not None,
                                 compaction=self._compaction)
 
-    async def detect(self) -> Detection:
+    async def detect(self, *, models: bool = False) -> Detection:
         """Whether google-adk is installed, its version, and the providers (see above)."""
         features = msgspec.structs.replace(FEATURES, providers=self.providers())
         try:

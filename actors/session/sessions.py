@@ -334,13 +334,14 @@ class SessionTable:
         every += [s.info() for sid, s in self.ended.items() if sid not in self.live]
         return sorted(every, key=lambda i: (i.created_at, i.id))
 
-    async def detections(self) -> list[Detection]:
+    async def detections(self, *, models: bool = False) -> list[Detection]:
         """Every harness's detection, probed at once (the vendor drivers cache their verdicts
-        in the daemon's one detection cache, ``actors.vendors.detection``)."""
+        in the daemon's one detection cache, ``actors.vendors.detection``); ``models`` runs the
+        slow models probes too."""
         found: dict[str, Detection] = {}
 
         async def detect(name: str, driver: Driver) -> None:
-            found[name] = await driver.detect()
+            found[name] = await driver.detect(models=models)
 
         async with trio.open_nursery() as nursery:
             for name, driver in self.drivers.items():

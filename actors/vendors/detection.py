@@ -11,8 +11,9 @@ the login state). What is the same for all of them lives here:
   one key share one probe. ``actors.app`` builds one and gives it to every vendor driver, so
   ``harness.list`` and the availability check of ``session.create`` read the same verdicts.
 * ``Detector``: what a driver holds: its probe, binary, env keys and the cache; ``detect()`` is
-  the cached verdict plus the models sessions reported (ACP and OpenCode learn theirs only
-  from a live session); ``binary`` is the path the last verdict found (launches default to it).
+  the cached verdict, its models filled in from a live session when the CLI listed none
+  (an ACP agent that needs a login to open a session outside one, an OpenCode whose
+  ``opencode models`` failed); ``binary`` is the path the last verdict found (launches default to it).
 """
 
 from __future__ import annotations
@@ -161,11 +162,15 @@ class Detector:
 
     def __init__(self, harness: str, probe: Probe, *, binary: str | None = None,
                  env: Mapping[str, str] | None = None, env_keys: Iterable[str] = (),
-                 cache: DetectionCache | None = None) -> None:
+                 cache: DetectionCache | None = None, models_probe: Probe | None = None) -> None:
         self.harness = harness
         self.models: list[str] = []
-        """Models a live session reported (ACP, OpenCode); shown while the verdict is available."""
+        """Models a live session reported (ACP, OpenCode); shown while the verdict is available
+        and its own probe listed none."""
         self._probe = probe
+        self._models_probe = models_probe
+        """The probe that also lists models, for a CLI that is slow to list them (it has to
+        open a session or load every provider): run only when asked (``detect(models=True)``)."""
         self._binary = binary
         self._env = env
         self._env_keys = tuple(env_keys)
@@ -174,23 +179,39 @@ class Detector:
     @property
     def binary(self) -> str | None:
         """The executable the latest verdict found, if any."""
-        found = self._cache.last(self._key(self._environ()))
+        key = self._key(self._environ())
+        found = self._cache.last(key) or self._cache.last(_with_models(key))
         return found.path if found is not None else None
 
     def invalidate(self) -> None:
         """Forget this harness's verdicts (after an install, a login or a logout)."""
         self._cache.invalidate(self.harness)
 
-    async def detect(self) -> Detection:
+    async def detect(self, *, models: bool = False) -> Detection:
         """The cached verdict, or a fresh probe (bounded by the probe's own timeouts).
 
+        With a slow models probe, ``models`` runs it (its verdict is cached under a key of its
+        own); without, a fresh verdict of it is still preferred to the plain one.
         Cancellation: cancelling the caller kills the probe's children; nothing is cached.
         """
         env = self._environ()
-        verdict = await self._cache.get(self._key(env), lambda: self._probe(self._binary, env))
+        key = self._key(env)
+        listed = self._models_probe
+        if listed is not None:
+            models_key = _with_models(key)
+            if models:
+                return self._with_session_models(
+                    await self._cache.get(models_key, lambda: listed(self._binary, env)))
+            fresh = self._cache.peek(models_key)
+            if fresh is not None:
+                return self._with_session_models(fresh)
+        return self._with_session_models(await self._cache.get(key, lambda: self._probe(self._binary, env)))
+
+    def _with_session_models(self, verdict: Detection) -> Detection:
         if self.models and verdict.available and not verdict.features.models:
+            # an available verdict's only reason is a failed models probe: the models are here now
             features = msgspec.structs.replace(verdict.features, models=list(self.models))
-            return msgspec.structs.replace(verdict, features=features)
+            return msgspec.structs.replace(verdict, features=features, reason=None)
         return verdict
 
     def _environ(self) -> Mapping[str, str]:
@@ -198,3 +219,8 @@ class Detector:
 
     def _key(self, env: Mapping[str, str]) -> CacheKey:
         return cache_key(self.harness, self._binary, env, self._env_keys)
+
+
+def _with_models(key: CacheKey) -> CacheKey:
+    """The key of the verdict a slow models probe gave (``invalidate`` of the harness drops it too)."""
+    return key[0], key[1], f"{key[2]}+models"

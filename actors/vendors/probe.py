@@ -13,7 +13,10 @@ carries a reason a user can act on (``pi --version did not answer within 30s``),
 
 * ``run_probe(argv, env, timeout)``: stdin closed, stdout collected until it ends → ``Ran``.
 * ``ask_probe(argv, env, request, answer, timeout)``: one request written to a JSON-lines
-  child, its stdout lines fed to ``answer`` until it returns something.
+  child, its stdout lines fed to ``answer`` until it returns something; a ``Write`` it returns
+  is one more request (a handshake of several steps: ACP's ``initialize`` then ``session/new``).
+  A child that exits unasked is a reason quoting its last stderr line (values of key-like
+  variables masked).
 * ``probe_version(path, env, timeout)``: ``PATH --version``'s first line holding ``x.y.z``.
 * ``package_version(binary, package)``: the ``version`` of the npm package that ships a binary.
 """
@@ -34,8 +37,8 @@ import trio
 from protocol.errors import ChildExited, CorralError
 from supervisor.proc import ProcessChild, ProcessSpec, open_child
 
-__all__ = ["OUTPUT_LIMIT", "ProbeFailed", "Ran", "ask_probe", "package_version", "parse_version",
-           "probe_version", "run_probe"]
+__all__ = ["OUTPUT_LIMIT", "ProbeFailed", "Ran", "Write", "ask_probe", "package_version",
+           "parse_version", "probe_version", "run_probe"]
 
 OUTPUT_LIMIT = 4 << 20
 """The most stdout a probe keeps (bytes); more is a failed probe, not a memory blow-up."""
@@ -43,13 +46,17 @@ OUTPUT_LIMIT = 4 << 20
 T = TypeVar("T")
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+_SAID_LIMIT = 200  # characters of a child's last stderr line quoted in a reason
 
 
 class Ran(msgspec.Struct, frozen=True, kw_only=True):
-    """A probe that ran to its end: its exit code and what it printed on stdout."""
+    """A probe that ran to its end: its exit code, what it printed on stdout, and the last line
+    it wrote on stderr (values of key-like variables masked; for a reason when it failed)."""
 
     exit_code: int | None
     stdout: str
+    said: str = ""
 
 
 class ProbeFailed(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,12 +66,20 @@ class ProbeFailed(msgspec.Struct, frozen=True, kw_only=True):
     timed_out: bool = False
 
 
+class Write(msgspec.Struct, frozen=True):
+    """An ``ask_probe`` answer that is not the result yet: write ``data`` to the child, read on."""
+
+    data: bytes
+
+
 async def run_probe(argv: list[str], env: Mapping[str, str], *, timeout: float,
-                    label: str | None = None, merge_stderr: bool = False) -> Ran | ProbeFailed:
+                    label: str | None = None, merge_stderr: bool = False,
+                    cwd: str | None = None) -> Ran | ProbeFailed:
     """Run ``argv`` with stdin closed until its stdout ends and it exits, at most ``timeout`` s.
 
     ``label`` names the probe in reasons (default: the program and its first argument);
-    ``merge_stderr`` sends its stderr into ``stdout`` too, in the order it was written.
+    ``merge_stderr`` sends its stderr into ``stdout`` too, in the order it was written; ``cwd``
+    is its working directory (default: the daemon's).
     Cancellation: cancelling the caller kills the probe's group and reaps it before returning.
     """
     name = label or _name(argv)
@@ -77,21 +92,24 @@ async def run_probe(argv: list[str], env: Mapping[str, str], *, timeout: float,
             if len(output) > OUTPUT_LIMIT:
                 return ProbeFailed(reason=f"{name} printed more than {OUTPUT_LIMIT} bytes")
         status = await child.wait()
-        return Ran(exit_code=status.exit_code, stdout=output.decode("utf-8", "replace"))
+        return Ran(exit_code=status.exit_code, stdout=output.decode("utf-8", "replace"),
+                   said=_said(child))
 
     if merge_stderr:  # the shell execs the program: the pid, the group and the kill stay the same
         argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
-    return await _supervised(argv, env, timeout, "raw", talk, name)
+    return await _supervised(argv, env, timeout, "raw", talk, name, cwd=cwd)
 
 
 async def ask_probe(argv: list[str], env: Mapping[str, str], request: bytes,
-                    answer: Callable[[bytes], T | None], *, timeout: float,
-                    label: str | None = None) -> T | ProbeFailed:
+                    answer: Callable[[bytes], T | Write | None], *, timeout: float,
+                    label: str | None = None, cwd: str | None = None) -> T | ProbeFailed:
     """Write ``request`` to a JSON-lines child and feed its stdout lines to ``answer`` until it
-    returns something other than ``None`` (the result); at most ``timeout`` seconds.
+    returns something other than ``None`` or a ``Write`` (the result); at most ``timeout``
+    seconds. A ``Write`` is sent to the child and the reading goes on.
 
     ``answer`` may raise ``ValueError`` (``msgspec.DecodeError`` is one) for a line it cannot
-    read: that is a failed probe. ``label`` and cancellation: as ``run_probe``.
+    read: that is a failed probe. ``cwd``: the child's working directory (default: the
+    daemon's). ``label`` and cancellation: as ``run_probe``.
     """
     name = label or _name(argv)
 
@@ -105,12 +123,17 @@ async def ask_probe(argv: list[str], env: Mapping[str, str], request: bytes,
                 found = answer(line)
             except ValueError as exc:
                 return ProbeFailed(reason=f"{name} answered garbage: {exc}")
-            if found is not None:
+            if isinstance(found, Write):
+                with contextlib.suppress(ChildExited):
+                    await child.send(found.data)
+            elif found is not None:
                 return found
         status = await child.wait()
-        return ProbeFailed(reason=f"{name} exited ({_how(status.exit_code)}) without answering")
+        said = _said(child)
+        return ProbeFailed(reason=f"{name} exited ({_how(status.exit_code)}) without answering"
+                                  + (f": {said}" if said else ""))
 
-    return await _supervised(argv, env, timeout, "ndjson", talk, name)
+    return await _supervised(argv, env, timeout, "ndjson", talk, name, cwd=cwd)
 
 
 async def probe_version(path: str, env: Mapping[str, str], *, timeout: float) -> str | ProbeFailed:
@@ -155,15 +178,17 @@ def package_version(binary: str, package: str) -> str | None:
 async def _supervised(argv: list[str], env: Mapping[str, str], timeout: float,
                       framing: Literal["raw", "ndjson"],
                       talk: Callable[[ProcessChild], Awaitable[T | ProbeFailed]],
-                      name: str) -> T | ProbeFailed:
+                      name: str, *, cwd: str | None = None) -> T | ProbeFailed:
     """Spawn ``argv`` as a brutal-close child with exactly ``env``, run ``talk`` on it under
     ``timeout``; the block's end kills the group and reaps it (also on cancellation)."""
     # ``env`` is the whole environment: variables of the daemon's own that it lacks are removed.
     overrides: dict[str, str | None] = {name: None for name in os.environ if name not in env}
     overrides.update(env)
+    # Its stderr is logged and may be quoted in a reason: the values of key-like variables are masked.
+    secrets = frozenset(value for key, value in env.items() if _SECRET_NAME.search(key))
     spec = ProcessSpec(key=f"probe:{os.path.basename(argv[0])}", kind="probe", argv=argv,
-                       env=overrides, shutdown=0, framing=framing, frame_limit=OUTPUT_LIMIT,
-                       death_signal="SIGKILL")
+                       cwd=cwd, env=overrides, shutdown=0, framing=framing, frame_limit=OUTPUT_LIMIT,
+                       death_signal="SIGKILL", secrets=secrets)
     with trio.move_on_after(timeout):
         try:
             async with open_child(spec) as child:
@@ -171,6 +196,12 @@ async def _supervised(argv: list[str], env: Mapping[str, str], timeout: float,
         except CorralError as exc:  # launch failed, or a line longer than the limit
             return ProbeFailed(reason=f"{name}: {exc.message}")
     return ProbeFailed(reason=f"{name} did not answer within {timeout:g}s", timed_out=True)
+
+
+def _said(child: ProcessChild) -> str:
+    """The child's last non-blank stderr line (masked), cut to ``_SAID_LIMIT`` characters."""
+    line = next((line.strip() for line in reversed(child.stderr_tail()) if line.strip()), "")
+    return line[:_SAID_LIMIT]
 
 
 def _name(argv: list[str]) -> str:

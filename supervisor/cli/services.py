@@ -28,7 +28,10 @@ __all__ = ["harnesses", "lsp", "mcp", "protocol"]
 def harnesses(args: argparse.Namespace) -> None:
     async def fetch() -> list[Any]:
         async with open_client(_state(args)) as client:
-            return await client.harnesses()
+            if args.models:
+                print("asking each CLI for its models (an ACP agent opens a throwaway session: "
+                      "up to 20 s)…", file=sys.stderr)
+            return await client.harnesses(models=args.models)
 
     table(harness_rows(trio.run(fetch), models=args.models))
 

@@ -117,8 +117,9 @@ class Client:
         except ConnectionLost:
             log.debug("the connection closed before the answer to daemon.shutdown")
 
-    async def harnesses(self) -> list[Detection]:
-        return (await self._call(HarnessList(id=0), HarnessListResult)).harnesses
+    async def harnesses(self, *, models: bool = False) -> list[Detection]:
+        """``harness.list``; ``models`` waits for the slow models probes too."""
+        return (await self._call(HarnessList(id=0, models=models), HarnessListResult)).harnesses
 
     async def create(self, harness: str, cwd: str, *, name: str | None = None,
                      model: str | None = None, prompt: str | None = None,

@@ -1,4 +1,4 @@
-"""Detect one ACP agent: binary, version, version floor (one bounded probe per profile).
+"""Detect one ACP agent: binary, version, version floor and models (bounded probes per profile).
 
 The version is the first ``x.y.z`` line of ``<binary> --version``; when that prints none (the
 ``version_from_package`` quirk: ``claude-code-acp``), or fails, it is read from the
@@ -6,20 +6,23 @@ The version is the first ``x.y.z`` line of ``<binary> --version``; when that pri
 A missing binary, or one below ``profile.min_version``, is ``available: false`` with the reason.
 Login state is ``unknown``: ACP agents say so only when a session is opened (``authenticate``).
 
-``actors.vendors.detection`` caches the verdict; ``features.models`` lists the models the agent
-offered the last time a session opened in this daemon (ACP's session models,
-``Detector.models``).
+``features.models`` are the models the agent offers a new session (``models.list_models``: the
+agent started the profile's way, ``initialize`` and ``session/new`` in a throwaway directory),
+asked at once with the version when ``harness.list`` asks for models; an agent that cannot open a session without a login or a key
+stays available, and ``reason`` says why its models are missing. Then the models it offered the
+last time a session opened in this daemon fill in (``Detector.models``).
+``actors.vendors.detection`` caches the verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-
 from actors.vendors.detection import find_binary, probe_cli
 from actors.vendors.probe import ProbeFailed, package_version, probe_version
 from protocol.models import Detection, Features
 
+from .models import MODELS_TIMEOUT, list_models
 from .profiles import Profile
 
 __all__ = ["ENV_KEYS", "FEATURES", "VERSION_TIMEOUT", "probe"]
@@ -28,15 +31,23 @@ FEATURES = Features(steer=False, resume=True, permissions=True, interrupt=True, 
                     mcp="acp_session")
 """What an ACP session can do, statically (the agent may still lack a model list)."""
 
-ENV_KEYS = ("HOME",)
-"""The variables (beside ``PATH``) that change a verdict: the detection cache keys on them."""
+ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
+            "COPILOT_HOME", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+            "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "CODEX_API_KEY",
+            "COPILOT_PROVIDER_BASE_URL", "COPILOT_MODEL", "GH_TOKEN", "GITHUB_TOKEN",
+            "OPENCODE_CONFIG_CONTENT")
+"""The variables (beside ``PATH``) that change a verdict — the agents' homes and the keys and
+servers that decide whether a session opens and which models it offers: the detection cache
+keys on them (hashed)."""
 VERSION_TIMEOUT = 20.0
 
 
 async def probe(profile: Profile, binary: str | None, env: Mapping[str, str], *,
-                timeout: float = VERSION_TIMEOUT) -> Detection:
+                with_models: bool = False, timeout: float = VERSION_TIMEOUT,
+                models_timeout: float = MODELS_TIMEOUT) -> Detection:
     """Detect once, uncached; a missing, failing or too-old binary is ``available: false`` with
-    the reason. Cancellation kills the probe."""
+    the reason. ``with_models`` also opens a session to list the models (seconds more: only
+    ``harness.list {models: true}`` asks). Cancellation kills the probes."""
     base = Detection(harness=profile.name, available=False, features=FEATURES,
                      min_version=profile.min_version)
 
@@ -49,4 +60,6 @@ async def probe(profile: Profile, binary: str | None, env: Mapping[str, str], *,
         return found
 
     return await probe_cli(base, find_binary(binary, profile.binary, env), env,
-                           name=binary or profile.binary, version_timeout=timeout, version=version)
+                           name=binary or profile.binary, version_timeout=timeout, version=version,
+                           models=(lambda path: list_models(profile, path, env, timeout=models_timeout))
+                           if with_models else None)

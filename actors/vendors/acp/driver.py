@@ -45,7 +45,7 @@ class AcpDriver:
         self._binary = binary
         self.detector = detector if detector is not None else Detector(
             profile.name, functools.partial(probe, profile), binary=binary, env_keys=ENV_KEYS,
-            cache=cache)
+            cache=cache, models_probe=functools.partial(probe, profile, with_models=True))
         self._client_name = client_name
         self._client_version = _version()
         self._clock = clock
@@ -83,9 +83,10 @@ class AcpDriver:
                            state_dir=request.state_dir, ledger=ledger,
                            key=f"session:{request.session_id}")
 
-    async def detect(self) -> Detection:
-        """Binary, version and floor (cached; runs ``--version`` when stale)."""
-        return await self.detector.detect()
+    async def detect(self, *, models: bool = False) -> Detection:
+        """Binary, version and floor (cached; runs ``--version`` when stale); ``models`` also
+        opens a throwaway session for the models the agent offers."""
+        return await self.detector.detect(models=models)
 
 
 def _version() -> str:

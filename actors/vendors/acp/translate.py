@@ -302,12 +302,7 @@ class AcpTranslator:
 
     def models(self) -> list[str]:
         """The model ids the agent offered when the session opened."""
-        if self._models is not None:
-            return [m.model_id for m in self._models.available_models]
-        for option in self._config:
-            if option.category == "model":
-                return [str(c.value) for c in option.options if c.value is not None]
-        return []
+        return wire.offered_models(self._models, self._config)
 
     def _setup_calls(self, result: wire.SessionResult) -> list[Output]:
         out: list[Output] = []

@@ -81,6 +81,17 @@ class SessionResult(_In, frozen=True, kw_only=True):
     config_options: list[ConfigOption] | None = None
 
 
+def offered_models(models: Models | None, config: list[ConfigOption] | None) -> list[str]:
+    """The model ids a session offers: ``models.availableModels`` (Gemini, claude-code-acp),
+    else the choices of its ``model`` config option (OpenCode, codex-acp), else none."""
+    if models is not None:
+        return [m.model_id for m in models.available_models]
+    for option in config or ():
+        if option.category == "model":
+            return [str(c.value) for c in option.options if c.value is not None]
+    return []
+
+
 class PromptUsage(_In, frozen=True, kw_only=True):
     input_tokens: int = 0
     output_tokens: int = 0

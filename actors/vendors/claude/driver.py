@@ -56,6 +56,6 @@ class ClaudeDriver:
             return msgspec.structs.replace(request, resume=None)
         return request
 
-    async def detect(self) -> Detection:
+    async def detect(self, *, models: bool = False) -> Detection:
         """Binary, version, floor, login state and models (cached)."""
         return await self.detector.detect()

@@ -45,7 +45,7 @@ class CodexDriver:
         return CodexTranslator(request, client_name=self._client_name,
                                client_version=self._client_version)
 
-    async def detect(self) -> Detection:
+    async def detect(self, *, models: bool = False) -> Detection:
         """Binary, version, floor, login state and models (cached)."""
         return await self._detector.detect()
 

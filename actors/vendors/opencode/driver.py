@@ -8,6 +8,8 @@ launch of that *server*; ``translator`` speaks HTTP and SSE over the virtual wir
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -43,7 +45,8 @@ class OpenCodeDriver:
         self.servers = servers
         self._binary = binary
         self._detector = detector if detector is not None else Detector(
-            HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache)
+            HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache,
+            models_probe=functools.partial(probe, with_models=True))
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The launch of the server ``request`` needs (its fingerprint picks the server)."""
@@ -64,9 +67,10 @@ class OpenCodeDriver:
                 self._detector.models = await provider_models(child)
             yield child
 
-    async def detect(self) -> Detection:
-        """Binary, version and floor (cached), with the models the first server offered."""
-        return await self._detector.detect()
+    async def detect(self, *, models: bool = False) -> Detection:
+        """Binary, version and floor (cached), with the models the first server offered;
+        ``models`` also runs ``opencode models``."""
+        return await self._detector.detect(models=models)
 
 
 class _Provider(msgspec.Struct, frozen=True):

@@ -40,6 +40,6 @@ class PiDriver:
         """A fresh translator for one child process (refuses bad options)."""
         return PiTranslator(request)
 
-    async def detect(self) -> Detection:
+    async def detect(self, *, models: bool = False) -> Detection:
         """Binary, version, floor, login state and models (cached)."""
         return await self._detector.detect()

@@ -238,5 +238,5 @@ class ScriptedDriver:
                 await self._spawned.wait()
         return self.children[count - 1]
 
-    async def detect(self) -> Detection:
+    async def detect(self, *, models: bool = False) -> Detection:
         return Detection(harness=self.name, available=True, version="1", features=self.features)

@@ -112,6 +112,22 @@ async def test_models_a_session_reported_join_an_available_verdict(
     assert (await detector.detect()).features.models == ["p/m"]
 
 
+async def test_a_slow_models_probe_runs_only_when_asked_and_its_verdict_serves_while_fresh(
+        autojump_clock: trio.testing.MockClock) -> None:
+    plain, listing = CountingProbe(delay=1.0), CountingProbe(delay=10.0)
+    cache = DetectionCache(ttl=60.0)
+    detector = Detector("x", plain, env={"PATH": "/bin"}, cache=cache, models_probe=listing)
+    assert (await detector.detect()).version == "1" and listing.calls == []
+    assert trio.current_time() == 1.0  # harness.list did not wait for the models
+    listed = await detector.detect(models=True)
+    assert len(listing.calls) == 1 and trio.current_time() == 11.0
+    assert await detector.detect() is listed and len(plain.calls) == 1  # the richer verdict, fresh
+    await trio.sleep(60.0)  # both verdicts are stale now
+    assert (await detector.detect()).version == "2" and len(listing.calls) == 1
+    detector.invalidate()  # drops the models verdict too
+    assert detector.binary is None
+
+
 def test_judge_version_against_the_floor() -> None:
     base = Detection(harness="x", available=False, min_version="1.2.0")
     assert judge_version(base, "/x", "x 1.10.0").available

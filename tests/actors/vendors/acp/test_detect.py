@@ -69,18 +69,22 @@ async def test_claude_acp_takes_its_version_from_the_package(tmp_path: Path) -> 
 async def test_detection_is_cached_and_lists_the_models_a_session_offered(
         tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
     counter = tmp_path / "count"
-    binary = script(tmp_path / "copilot", f"open({str(counter)!r}, 'a').write('x')\n"
-                                          "print('1.0.102')")
+    binary = script(tmp_path / "copilot",  # answers --version and anything else alike: no ACP
+                    f"open({str(counter)!r}, 'a').write('x')\nprint('1.0.102')")
     driver = AcpDriver(PROFILES["copilot"], binary=str(binary))
-    first = await driver.detect()
+    plain = await driver.detect()  # harness.list: --version only, no session opened
+    assert (plain.available, plain.reason, counter.read_text()) == (True, None, "x")
+    first = await driver.detect(models=True)
+    assert first.reason == "models not listed: copilot session/new exited (status 0) without answering"
     mock_clock.jump(100)
-    assert await driver.detect() == first and counter.read_text() == "x"
+    assert await driver.detect() == first and counter.read_text() == "xxx"  # --version, then both
     driver.detector.models = ["gpt-4.1", "gpt-5"]
-    assert (await driver.detect()).features == msgspec.structs.replace(
-        first.features, models=["gpt-4.1", "gpt-5"])
+    learned = await driver.detect()
+    assert learned.features == msgspec.structs.replace(first.features, models=["gpt-4.1", "gpt-5"])
+    assert learned.reason is None
     mock_clock.jump(300)
-    await driver.detect()
-    assert counter.read_text() == "xx"
+    await driver.detect(models=True)
+    assert counter.read_text() == "xxxxx"
 
 
 def test_parse_version() -> None:

@@ -110,3 +110,17 @@ async def test_the_real_pi_reports_its_version_and_configured_models(tmp_path: P
     assert (detection.available, detection.version, detection.reason) == (True, PINNED, None)
     assert detection.features.models == ["fake/fake-model", "fake/fake-other"]
     assert detection.login == "logged_in"
+
+
+async def test_the_real_pi_with_no_provider_lists_no_models_and_no_failure(tmp_path: Path) -> None:
+    binary = pi_binary()
+    if binary is None:
+        pytest.skip(f"pi is not installed ({INSTALL_HINT})")
+    (tmp_path / "agent").mkdir()  # no models.json, no auth.json: `pi --list-models` says
+    env = {**os.environ, **offline_env(tmp_path),  # "No models available"
+           "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+           **{key: "" for key in ENV_KEYS if key.endswith(("_KEY", "_TOKEN"))}}
+    with trio.fail_after(120):
+        detection = await probe(binary, env)
+    assert (detection.available, detection.version, detection.reason) == (True, PINNED, None)
+    assert (detection.features.models, detection.login) == ([], "logged_out")
