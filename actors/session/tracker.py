@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol.events import Event, Permission, PermissionDecided, Result, Tool
+from protocol.events import Checkpoint, Event, Permission, PermissionDecided, Result, Tool
 
 
 class Activity(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,6 +53,8 @@ class Tracker:
             case Result():
                 self.turn_running = False
                 self.tools.clear()
+            case Checkpoint(resumed=True):  # a restarted worker went on with its autonomous run
+                self.turn_running = True
             case _:
                 pass
 

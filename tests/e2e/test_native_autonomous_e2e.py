@@ -45,6 +45,10 @@ async def test_an_autonomous_session_survives_a_worker_kill_and_completes(
                 assert wait_gone(before) == []
                 marks = of(events, "checkpoint")
                 assert marks[0]["resumed"] and marks[0]["turn"] == 1
+                # the resumed run is a running turn (prompts steer it; nothing says idle)
+                resumed = events.index(marks[0])
+                states = [e["state"] for e in events[resumed:] if e["type"] == "status"]
+                assert states[0] == "running" and "idle" not in states[:-1], states
                 assert marks[0]["usage"]["input_tokens"] == 20
                 assert (marks[-1]["turn"], marks[-1]["done"]) == (2, True)
                 assert marks[-1]["stop_reason"] == "completed"

@@ -58,3 +58,15 @@ def test_tracker_states_and_stall_deadline() -> None:
     tracker.observe(ev.PermissionDecided(permission_id="p", decision="allow", by="c-1"), 402)
     tracker.observe(ev.Result(), 403)
     assert tracker.state == "idle" and tracker.stall_deadline() is None
+
+
+def test_a_resumed_autonomous_run_is_a_running_turn_until_its_result() -> None:
+    # A restarted native worker goes on with its run by itself (no prompt went to it): the
+    # session is running (prompts steer; the stall timer runs), not idle.
+    tracker = Tracker(stall_threshold=300, now=0)
+    tracker.observe(ev.Checkpoint(turn=2, resumed=True), 5)
+    assert tracker.state == "running" and tracker.stall_deadline() == 305
+    tracker.observe(ev.Checkpoint(turn=3), 50)
+    assert tracker.state == "running"
+    tracker.observe(ev.Result(stop_reason="completed"), 60)
+    assert tracker.state == "idle"
