@@ -47,6 +47,10 @@ _PREFIX = "/mcp/"
 _SCOPE_KEY = "corral.mcp"
 
 
+KEEP_ALIVE = 600.0
+"""Seconds an idle client connection stays open (one per session that uses the endpoint)."""
+
+
 class McpEndpoint:
     """The loopback streamable-HTTP server that proxies to the MCP actors."""
 
@@ -69,6 +73,10 @@ class McpEndpoint:
         config.accesslog = None
         config.errorlog = log  # hypercorn takes a logger
         config.graceful_timeout = 1.0
+        # An idle connection is kept far longer than a client keeps it in its pool: hypercorn's
+        # 5 s closed pooled connections under the CLIs (Claude Code's fetch then failed its next
+        # tool call with "the socket connection was closed unexpectedly").
+        config.keep_alive_timeout = KEEP_ALIVE
         async with self._manager.run(), trio.open_nursery() as nursery:
             binds: list[str] = await nursery.start(partial(serve, self._asgi, config))  # type: ignore[arg-type]
             self.url = binds[0] + "/mcp"

@@ -62,7 +62,7 @@ async def one_turn(client: RawClient, sid: str, text_: str) -> list[dict[str, An
 
 def pid_output(events: list[dict[str, Any]]) -> str:
     [done] = [e for e in of(events, "tool") if e["name"] == "mcp__fake__pid" and e["phase"] == "completed"]
-    assert done["is_error"] is False, done
+    assert done["is_error"] is False, json.dumps(done)
     return json.dumps(done["output"])
 
 

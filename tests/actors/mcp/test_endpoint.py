@@ -9,11 +9,12 @@ from pathlib import Path
 import httpx2
 import pytest
 import trio
+import trio.testing
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from actors.mcp.config import McpConfig
-from actors.mcp.endpoint import McpEndpoint
+from actors.mcp.endpoint import KEEP_ALIVE, McpEndpoint
 from actors.mcp.inject import harness_servers
 from actors.mcp.registry import McpRegistry
 from protocol.models import McpServer
@@ -121,3 +122,37 @@ async def test_an_unbound_session_loses_access(tmp_path: Path) -> None:
         async with httpx2.AsyncClient() as http:
             response = await http.post(entry.url or "", json={}, headers=entry.headers)
         assert response.status_code == 401
+
+
+async def test_an_idle_client_connection_outlives_a_pause_between_tool_calls(
+        mock_clock: trio.testing.MockClock) -> None:
+    # A CLI keeps its connection to the endpoint in a pool between tool calls; hypercorn's
+    # default 5 s keep-alive closed it under the client (whose next call then failed).
+    clock = mock_clock  # time moves only when the test says
+    async with running_registry(McpConfig()) as registry, serving(registry) as endpoint:
+        stream = await trio.open_tcp_stream("127.0.0.1", endpoint.port)
+        request = f"POST /mcp/fake HTTP/1.1\r\nHost: 127.0.0.1:{endpoint.port}\r\nContent-Length: 0\r\n\r\n"
+        for _ in range(2):
+            await stream.send_all(request.encode())
+            answer = await _one_response(stream)
+            assert answer.startswith(b"HTTP/1.1 401"), answer
+            await trio.testing.wait_all_tasks_blocked()  # the server has gone idle: its timer runs
+            clock.jump(KEEP_ALIVE - 1)  # idle for almost the whole keep-alive
+            await trio.testing.wait_all_tasks_blocked()
+        await stream.aclose()
+
+
+async def _one_response(stream: trio.SocketStream) -> bytes:
+    """One HTTP response read from ``stream`` (headers and its Content-Length body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = await stream.receive_some()
+        if not chunk:
+            return data  # the server closed the connection
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        body += await stream.receive_some()
+    return head + b"\r\n\r\n" + body
