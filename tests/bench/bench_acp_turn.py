@@ -1,5 +1,5 @@
 """What corral adds to an ACP agent's turn: the same scripted turns driven directly and through a
-daemon, for Gemini CLI, Copilot CLI or claude-code-acp.
+daemon, for Gemini CLI, Copilot CLI, claude-code-acp, opencode acp or codex-acp.
 
 Run: ``.ci/vendor-netns python3 -m tests.bench.bench_acp_turn AGENT [--turns N] [--warmup W]``.
 Not collected by pytest. Needs the agent (``tests.fakes.acp_offline``); all on 127.0.0.1.
@@ -45,8 +45,10 @@ def shapes(agent: str) -> dict[str, Callable[[int], list[Step]]]:
         command = f"echo {n} > out-{n}.txt"
         if agent == "gemini":
             return call("run_shell_command", command=command)
-        if agent == "copilot":
+        if agent in ("copilot", "opencode-acp"):
             return call("bash", command=command, description="write")
+        if agent == "codex-acp":
+            return call("exec_command", cmd=command)
         return call("Bash", command=command, description="write")
     return {"text": lambda n: [say(f"Answer number {n}, streamed in a few small chunks.")],
             "tool": lambda n: [shell(n), say("Wrote it.")]}
@@ -127,6 +129,6 @@ async def _create(client: RawClient, agent: str, root: Path, port: int, path: st
 
 if __name__ == "__main__":
     parser = arguments(__doc__)
-    parser.add_argument("agent", choices=["gemini", "copilot", "claude-acp"])
+    parser.add_argument("agent", choices=["gemini", "copilot", "claude-acp", "opencode-acp", "codex-acp"])
     args = parser.parse_args()
     trio.run(main, args.agent, bench_of(args))
