@@ -29,10 +29,9 @@ from typing import Any
 import trio
 
 from actors.harness import HarnessRequest
-from protocol.events import Result
 from protocol.models import Permissions
 from tests.actors.vendors.acp.live import LiveAcp
-from tests.bench.turns import Bench, Turn, arguments, bench_of, daemons, measure, report
+from tests.bench.turns import Bench, Turn, corral_turn, direct_turn, arguments, bench_of, daemons, measure, report
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.acp_offline import MODELS, aside, binary, install_hint, offline
 from tests.fakes.model_script import Turn as Step
@@ -54,24 +53,6 @@ def shapes(agent: str) -> dict[str, Callable[[int], list[Step]]]:
             "tool": lambda n: [shell(n), say("Wrote it.")]}
 
 
-async def direct_turn(live: LiveAcp) -> Turn:
-    async def turn(text: str) -> None:
-        start = len(live.events)
-        await live.call("prompt", text)
-        result = await live.wait_for(lambda e: isinstance(e, Result), start)
-        if not isinstance(result, Result) or result.is_error:
-            raise RuntimeError(f"direct turn failed: {result}")
-    return turn
-
-
-async def corral_turn(client: RawClient, sid: str) -> Turn:
-    async def turn(text: str) -> None:
-        await client.ok("session.prompt", session_id=sid, text=text)
-        frames = await client.events_until(
-            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
-        if frames[-1]["event"]["is_error"]:
-            raise RuntimeError(f"corral turn failed: {frames[-1]}")
-    return turn
 
 
 async def main(agent: str, bench: Bench) -> None:
@@ -92,10 +73,10 @@ async def main(agent: str, bench: Bench) -> None:
                 await nursery.start(live.run)
                 stack.push_async_callback(live.close)
                 await live.wait_until(lambda: live.translator.ready)
-                turns: dict[str, Turn] = {"direct": await direct_turn(live)}
+                turns: dict[str, Turn] = {"direct": direct_turn(live)}
                 for name, daemon in (await stack.enter_async_context(daemons(bench, tmp))).items():
                     client = await stack.enter_async_context(raw_client(daemon))
-                    turns[name] = await corral_turn(client, await _create(client, agent, tmp / name, port, path))
+                    turns[name] = corral_turn(client, await _create(client, agent, tmp / name, port, path))
                 print(f"{agent} {path}; {bench.count} counted turns per shape after {bench.warmup} warm-up")
                 for shape in table:
                     report(shape, await measure(turns, shape, bench.count, bench.warmup))

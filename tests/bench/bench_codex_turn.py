@@ -34,10 +34,10 @@ from typing import Any
 import msgspec
 import trio
 
-from protocol.events import Init, Result
+from protocol.events import Init
 from protocol.models import Permissions
 from tests.actors.vendors.codex.live import LiveCodex, make_request
-from tests.bench.turns import Bench, Turn, daemons, measure, read_port_line, report, run
+from tests.bench.turns import Bench, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args
 from tests.fakes.openai_server import Exec, Reply, Text
@@ -49,27 +49,6 @@ SHAPES: dict[str, Callable[[int], list[Reply]]] = {
 }
 
 
-async def direct_turn(live: LiveCodex) -> Turn:
-    """A turn function that drives ``live`` in this process."""
-    async def turn(text: str) -> None:
-        start = len(live.events)
-        await live.call("prompt", text)
-        result = await live.wait_for(lambda e: isinstance(e, Result), start)
-        if not isinstance(result, Result) or result.is_error:
-            raise RuntimeError(f"direct turn failed: {result}")
-    return turn
-
-
-async def corral_turn(client: RawClient, sid: str) -> Turn:
-    """A turn function that prompts session ``sid`` through the daemon."""
-    async def turn(text: str) -> None:
-        await client.ok("session.prompt", session_id=sid, text=text)
-        frames = await client.events_until(
-            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
-        result = frames[-1]["event"]
-        if result["is_error"]:
-            raise RuntimeError(f"corral turn failed: {result}")
-    return turn
 
 
 def script(bench: Bench) -> list[Reply]:
@@ -106,10 +85,10 @@ async def main(bench: Bench) -> None:
                 await nursery.start(live.run)
                 stack.push_async_callback(live.close)
                 await live.wait_for(lambda e: isinstance(e, Init))
-                turns: dict[str, Turn] = {"direct": await direct_turn(live)}
+                turns: dict[str, Turn] = {"direct": direct_turn(live)}
                 for name, daemon in (await stack.enter_async_context(daemons(bench, tmp))).items():
                     client = await stack.enter_async_context(raw_client(daemon))
-                    turns[name] = await corral_turn(client, await _create(client, tmp / name, port, binary))
+                    turns[name] = corral_turn(client, await _create(client, tmp / name, port, binary))
                 print(f"codex {binary}; {bench.count} counted turns per shape after {bench.warmup} warm-up")
                 for shape in SHAPES:
                     report(shape, await measure(turns, shape, bench.count, bench.warmup))

@@ -36,10 +36,10 @@ import msgspec
 import trio
 
 from actors.vendors.opencode import OpenCodeServers
-from protocol.events import Init, Result
+from protocol.events import Init
 from supervisor.ledger.store import Ledger
 from tests.actors.vendors.opencode.live import LiveOpenCode, make_request
-from tests.bench.turns import Bench, Turn, daemons, measure, read_port_line, report, run
+from tests.bench.turns import Bench, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.model_script import Step, call, say
 from tests.fakes.opencode_offline import (
@@ -60,26 +60,6 @@ def script(bench: Bench) -> list[Step]:
             for _ in range(bench.paths) for step in SHAPES[shape](n)]
 
 
-async def direct_turn(live: LiveOpenCode) -> Turn:
-    """A turn function that drives ``live`` in this process."""
-    async def turn(text: str) -> None:
-        start = len(live.events)
-        await live.call("prompt", text)
-        result = await live.wait_for(lambda e: isinstance(e, Result), start)
-        if not isinstance(result, Result) or result.is_error:
-            raise RuntimeError(f"direct turn failed: {result}")
-    return turn
-
-
-async def corral_turn(client: RawClient, sid: str) -> Turn:
-    """A turn function that prompts session ``sid`` through the daemon."""
-    async def turn(text: str) -> None:
-        await client.ok("session.prompt", session_id=sid, text=text)
-        frames = await client.events_until(
-            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
-        if frames[-1]["event"]["is_error"]:
-            raise RuntimeError(f"corral turn failed: {frames[-1]['event']}")
-    return turn
 
 
 async def serve_script(steps: list[Step], directory: Path, nursery: trio.Nursery) -> int:
@@ -109,10 +89,10 @@ async def main(bench: Bench) -> None:
                 live = LiveOpenCode(servers, make_request(direct_dir, port, binary))
                 await nursery.start(live.run)
                 await live.wait_for(lambda e: isinstance(e, Init))
-                turns: dict[str, Turn] = {"direct": await direct_turn(live)}
+                turns: dict[str, Turn] = {"direct": direct_turn(live)}
                 for name, daemon in (await stack.enter_async_context(daemons(bench, tmp))).items():
                     client = await stack.enter_async_context(raw_client(daemon))
-                    turns[name] = await corral_turn(client, await _create(client, tmp / name, port, binary))
+                    turns[name] = corral_turn(client, await _create(client, tmp / name, port, binary))
                 print(f"opencode {binary}; {bench.count} counted turns per shape after {bench.warmup} warm-up")
                 for shape in SHAPES:
                     report(shape, await measure(turns, shape, bench.count, bench.warmup))

@@ -30,9 +30,9 @@ from typing import Any
 import msgspec
 import trio
 
-from protocol.events import Init, Result
+from protocol.events import Init
 from tests.actors.vendors.pi.live import LivePi, make_request
-from tests.bench.turns import Bench, Turn, daemons, measure, read_port_line, report, run
+from tests.bench.turns import Bench, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.model_script import Step, call, say
 from tests.fakes.pi_offline import INSTALL_HINT, MODEL, offline_env, pi_binary, write_home
@@ -44,24 +44,6 @@ SHAPES: dict[str, Callable[[int], list[Step]]] = {
 }
 
 
-async def direct_turn(live: LivePi) -> Turn:
-    async def turn(text: str) -> None:
-        start = len(live.events)
-        await live.call("prompt", text)
-        result = await live.wait_for(lambda e: isinstance(e, Result), start)
-        if not isinstance(result, Result) or result.is_error:
-            raise RuntimeError(f"direct turn failed: {result}")
-    return turn
-
-
-async def corral_turn(client: RawClient, sid: str) -> Turn:
-    async def turn(text: str) -> None:
-        await client.ok("session.prompt", session_id=sid, text=text)
-        frames = await client.events_until(
-            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
-        if frames[-1]["event"]["is_error"]:
-            raise RuntimeError(f"corral turn failed: {frames[-1]['event']}")
-    return turn
 
 
 async def main(bench: Bench) -> None:
@@ -86,10 +68,10 @@ async def main(bench: Bench) -> None:
                 await nursery.start(live.run)
                 stack.push_async_callback(live.close)
                 await live.wait_for(lambda e: isinstance(e, Init))
-                turns: dict[str, Turn] = {"direct": await direct_turn(live)}
+                turns: dict[str, Turn] = {"direct": direct_turn(live)}
                 for name, daemon in (await stack.enter_async_context(daemons(bench, tmp))).items():
                     client = await stack.enter_async_context(raw_client(daemon))
-                    turns[name] = await corral_turn(client, await _create(client, tmp / name, port, binary))
+                    turns[name] = corral_turn(client, await _create(client, tmp / name, port, binary))
                 print(f"pi {binary}; {bench.count} counted turns per shape after {bench.warmup} warm-up")
                 for shape in SHAPES:
                     report(shape, await measure(turns, shape, bench.count, bench.warmup))

@@ -19,15 +19,49 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, Protocol
 
 import msgspec
 import psutil
 import trio
 
-from tests.e2e.daemonproc import DaemonProc, start_daemon, stop_daemon
+from protocol.events import Event, Result
+from tests.e2e.daemonproc import DaemonProc, RawClient, start_daemon, stop_daemon
 
 Turn = Callable[[str], Awaitable[None]]
 """One turn on one path: send ``prompt``, return once its ``result`` arrived."""
+
+
+class LiveChild(Protocol):
+    """A vendor CLI driven by its translator in this process (the tests' ``Live*`` rigs)."""
+
+    events: list[Event]
+
+    async def call(self, name: str, *args: Any) -> Any: ...
+
+    async def wait_for(self, predicate: Callable[[Event], bool], start: int = 0) -> Event: ...
+
+
+def direct_turn(live: LiveChild) -> Turn:
+    """A turn on the ``direct`` path: prompt ``live`` and wait for its ``result``."""
+    async def turn(text: str) -> None:
+        start = len(live.events)
+        await live.call("prompt", text)
+        result = await live.wait_for(lambda e: isinstance(e, Result), start)
+        if not isinstance(result, Result) or result.is_error:
+            raise RuntimeError(f"direct turn failed: {result}")
+    return turn
+
+
+def corral_turn(client: RawClient, sid: str) -> Turn:
+    """A turn through a daemon: prompt session ``sid`` and read its events up to ``result``."""
+    async def turn(text: str) -> None:
+        await client.ok("session.prompt", session_id=sid, text=text)
+        frames = await client.events_until(
+            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
+        if frames[-1]["event"]["is_error"]:
+            raise RuntimeError(f"corral turn failed: {frames[-1]['event']}")
+    return turn
 
 _RUNNING: dict[str, psutil.Process] = {}
 """The daemon of each daemon path while ``daemons`` runs: ``measure`` reads their CPU time."""
