@@ -2,10 +2,11 @@
 
 Use ``async with open_child(spec, ledger=ledger) as child`` (or ``await nursery.start(run_child,
 spec)``). On entry the child is forked in a new session (``supervisor.proc.spawn``) with the
-environment marker, and its ledger row is on disk before the handle is returned. Three
-background tasks run from the fork on: stdout through a framer into a bounded channel
-(``child.frames()``), stderr lines into a ring (``child.stderr_tail()``) and the ``corral.child``
-log, and an exit watcher on a pidfd. On exit the close sequence runs, shielded, whatever ended
+environment marker, and its ledger row is on disk before the handle is returned. Two
+background tasks run from the fork on: stderr lines into a ring (``child.stderr_tail()``) and
+the ``corral.child`` log, and an exit watcher on a pidfd. Stdout is read by whoever takes the
+frames (``child.frames()``), in its own task: a frame reaches its consumer without a hop through
+another task, and a consumer that stops taking frames stops the pipe, and so the child. On exit the close sequence runs, shielded, whatever ended
 the block; if the ledger row could not be written (or the entry was cancelled), the child is
 never handed over and the close sequence runs as a brutal kill.
 
@@ -49,8 +50,8 @@ from supervisor.proc.pipes import (
     FrameIterator,
     block_until_exited,
     open_pidfd,
-    read_frames,
     read_stderr_lines,
+    receive_chunk,
 )
 from supervisor.proc.identity import marker_env, start_token
 from supervisor.proc.killing import (
@@ -177,7 +178,7 @@ class ProcessChild:
         self._closing = False
         self._send_lock = trio.Lock()
         self._stderr: collections.deque[str] = collections.deque(maxlen=spec.stderr_lines)
-        self._frames_in, self._frames_out = trio.open_memory_channel[bytes](spec.frame_queue)
+        self._stdout_ended = False
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` to the child's stdin as is (the caller encodes frames).
@@ -198,18 +199,33 @@ class ProcessChild:
         await self._spawned.stdin.aclose()
 
     async def receive_frame(self) -> bytes:
-        """The next stdout frame.
+        """The next stdout frame, read from the pipe in the caller's task (one reader at a time).
 
+        A frame already parsed from an earlier read is returned without a schedule point.
         Raises ``trio.EndOfChannel`` once stdout ended cleanly and every frame was received, or
-        the framing error (``FrameTooLarge``, ``ProtocolError``) that stopped the child, after
+        the framing error (``FrameTooLarge``, ``ProtocolError``) that stops the child, after
         the frames that arrived intact before it. Cancellation loses no frame.
         """
-        try:
-            return await self._frames_out.receive()
-        except trio.EndOfChannel:
-            if (failure := self.failure) is not None:
-                raise type(failure)(failure.message, data=failure.data) from failure
-            raise
+        while True:
+            try:
+                frame = self._framer.next_frame()
+            except (FrameTooLarge, ProtocolError) as exc:
+                raise self._broke(exc) from None
+            if frame is not None:
+                return frame
+            if self._stdout_ended:
+                if self.failure is not None:
+                    raise self._broke(self.failure)
+                raise trio.EndOfChannel
+            chunk = await receive_chunk(self._spawned.stdout)
+            if chunk:
+                self._framer.receive_data(chunk)
+                continue
+            self._stdout_ended = True
+            try:
+                self._framer.eof()
+            except (FrameTooLarge, ProtocolError) as exc:
+                self._broke(exc)  # raised once the intact frames before it are taken
 
     def frames(self) -> AsyncIterator[bytes]:
         """``async for frame in child.frames()``: ``receive_frame`` until stdout ends."""
@@ -249,7 +265,6 @@ class ProcessChild:
     def _run_in(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
         nursery.start_soon(self._watch_exit)
-        nursery.start_soon(self._read_stdout)
         nursery.start_soon(
             read_stderr_lines,
             self._spawned.stderr,
@@ -279,16 +294,15 @@ class ProcessChild:
         self._exited.set()
         self._begin_close(None, polite=False)
 
-    async def _read_stdout(self) -> None:
-        try:
-            await read_frames(self._spawned.stdout, self._framer, self._frames_in)
-        except (FrameTooLarge, ProtocolError) as exc:
+    def _broke(self, exc: FrameTooLarge | ProtocolError) -> FrameTooLarge | ProtocolError:
+        """Note the framing error that stops the child (the first one) and start its close;
+        a fresh copy of it for the caller to raise."""
+        if self.failure is None:
             self.failure = exc
             logger.warning("child %s (pid %d) broke its framing: %s", self.key, self.pid, exc)
             self._begin_close(None, polite=False)
-        finally:
-            # Only now: a reader woken by the close must already see ``failure``.
-            self._frames_in.close()
+        failure = self.failure
+        return type(failure)(failure.message, data=failure.data)
 
     def _on_stderr_line(self, line: str) -> None:
         line = redact(line, self.spec.secrets)

@@ -1,9 +1,9 @@
 """A child's pipes and exit, at the byte level: stdout frames, stderr lines, the exit peek.
 
-Memory stays bounded whatever the child writes: stdout goes through a framer that fails as soon
-as a frame outgrows its limit, into a bounded channel (a slow reader stops the pipe, and so the
-child, instead of growing a queue); stderr lines are cut at a byte limit and the rest of an
-over-long line is skipped.
+Memory stays bounded whatever the child writes: stdout is read a chunk at a time, only when its
+consumer wants a frame, into a framer that fails as soon as a frame outgrows its limit (a slow
+consumer stops the pipe, and so the child, instead of growing a queue); stderr lines are cut at
+a byte limit and the rest of an over-long line is skipped.
 """
 
 from __future__ import annotations
@@ -62,31 +62,13 @@ class RawFramer:
         return bytes(payload)
 
 
-async def read_frames(
-    stream: trio.abc.ReceiveStream,
-    framer: Framer,
-    out: trio.MemorySendChannel[bytes],
-) -> None:
-    """Feed ``stream`` to ``framer`` and send each frame to ``out`` (which the caller closes).
-
-    Returns at end of stream; raises ``FrameTooLarge``/``ProtocolError`` from the framer after
-    sending the frames before the bad one. Blocks while ``out`` is full. A frame that fits is
-    handed over without a schedule point (the read of the next chunk is one): a chunk of several
-    frames costs one task step, not one per frame.
-    """
-    while True:
-        chunk = await _receive(stream)
-        if chunk:
-            framer.receive_data(chunk)
-        else:
-            framer.eof()
-        for frame in framer.frames():
-            try:
-                out.send_nowait(frame)
-            except trio.WouldBlock:
-                await out.send(frame)
-        if not chunk:
-            return
+async def receive_chunk(stream: trio.abc.ReceiveStream) -> bytes | bytearray:
+    """The next chunk of ``stream`` (at most 64 KiB); empty at its end, or once it broke or was
+    closed under the reader."""
+    try:
+        return await stream.receive_some(_READ_SIZE)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return b""
 
 
 async def read_stderr_lines(
@@ -98,7 +80,7 @@ async def read_stderr_lines(
     """
     buf = bytearray()
     skipping = False
-    while chunk := await _receive(stream):
+    while chunk := await receive_chunk(stream):
         buf += chunk
         while (newline := buf.find(b"\n")) >= 0:
             if not skipping:
@@ -154,13 +136,6 @@ def peek_exit(pid: int) -> tuple[int | None, str | None]:
         return None, signal.Signals(info.si_status).name
     except ValueError:
         return None, f"SIG{info.si_status}"
-
-
-async def _receive(stream: trio.abc.ReceiveStream) -> bytes | bytearray:
-    try:
-        return await stream.receive_some(_READ_SIZE)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        return b""
 
 
 def _decode(line: bytes | bytearray) -> str:

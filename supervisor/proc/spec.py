@@ -33,9 +33,8 @@ class ProcessSpec(msgspec.Struct, kw_only=True, frozen=True):
 
     ``env`` entries override ``os.environ``; a ``None`` value removes the variable. ``shutdown``
     bounds the close sequence (seconds; 0 kills at once). ``frame_limit`` bounds one stdout
-    frame, ``frame_queue`` the frames waiting for a reader (so at most ``(frame_queue + 1) *
-    frame_limit`` bytes are held). ``death_signal`` is sent to the child if the daemon dies
-    (Linux; None for none).
+    frame (the frames of one 64 KiB read and one partial frame are all that is held).
+    ``death_signal`` is sent to the child if the daemon dies (Linux; None for none).
     """
 
     key: str
@@ -46,7 +45,6 @@ class ProcessSpec(msgspec.Struct, kw_only=True, frozen=True):
     shutdown: float = 5.0
     framing: Framing = "ndjson"
     frame_limit: int = DEFAULT_LIMIT
-    frame_queue: int = 16
     stderr_lines: int = 200
     stderr_line_limit: int = 4096
     secrets: frozenset[str] = frozenset()

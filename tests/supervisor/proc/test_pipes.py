@@ -1,24 +1,21 @@
-"""Reading a child's stdout into frames (``supervisor.proc.pipes.read_frames``), in memory."""
+"""A child's stdout read in its consumer's task (``ProcessChild.receive_frame``)."""
 
 from __future__ import annotations
 
 import trio
 import trio.testing
 
-from protocol.framing import NdjsonFramer
-from supervisor.proc.pipes import read_frames
+from supervisor.proc.child import open_child
+from supervisor.proc.spec import ProcessSpec
 
 
-async def test_frames_of_one_chunk_are_handed_over_in_one_step_and_a_full_channel_holds_the_reader() -> None:
-    send_stream, receive_stream = trio.testing.memory_stream_one_way_pair()
-    out, frames = trio.open_memory_channel[bytes](2)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(read_frames, receive_stream, NdjsonFramer(1024), out)
-        await send_stream.send_all(b"a\nb\nc\n")
-        await trio.testing.wait_all_tasks_blocked()
-        # Two fit; the reader waits for room for the third (back-pressure up to the pipe).
-        assert frames.statistics().current_buffer_used == 2
-        assert out.statistics().tasks_waiting_send == 1
-        assert [await frames.receive() for _ in range(3)] == [b"a", b"b", b"c"]
-        await send_stream.aclose()  # end of stream: the reader returns
-    assert frames.statistics().current_buffer_used == 0
+async def test_frames_of_one_read_are_handed_over_without_a_schedule_point_and_nothing_reads_ahead() -> None:
+    spec = ProcessSpec(key="pipes", argv=["printf", "a\\nb\\nc\\n"], shutdown=2)
+    with trio.fail_after(30):
+        async with open_child(spec) as child:
+            assert await child.receive_frame() == b"a"  # one read brought all three lines
+            with trio.CancelScope() as scope:  # no schedule point, so no chance to be cancelled
+                scope.cancel()
+                assert [await child.receive_frame(), await child.receive_frame()] == [b"b", b"c"]
+            assert not scope.cancelled_caught
+            assert [frame async for frame in child.frames()] == []
