@@ -9,7 +9,7 @@ about the harness child; up to ``_BATCH`` at once, with no wait between them), h
 the core with the time, and performs the outputs in order:
 
 * ``Emit``: append to the log (``os.write``; no fsync in the loop). Before an answer and at the
-  end of each batch the loop *publishes*: it shows the new events to the subscription pumps
+  end of each batch the loop *publishes*: it shows the new events to the subscribers
   (``Feed.appended``, one wake-up per batch, not per event) and awaits the log's ``commit`` (an
   fsync in a worker thread, when the durability setting asks for one; under ``event`` before
   the wake-up, under ``turn`` right after it), so every event a client sees is in the file
@@ -283,7 +283,7 @@ class Session:
         await self._publish()
 
     async def _apply(self, outputs: list[Output]) -> None:
-        """Perform ``outputs`` in order; the events appended are published (shown to the pumps)
+        """Perform ``outputs`` in order; the events appended are published (shown to the subscribers)
         before an answer and at the end of the batch (``_publish``)."""
         for out in outputs:
             match out:
@@ -308,7 +308,7 @@ class Session:
                     await self._offload(functools.partial(write_meta, self.deps.directory, meta))
 
     async def _publish(self) -> None:
-        """Wake the pumps for what was appended and make it durable as the setting asks: with
+        """Wake the subscribers for what was appended and make it durable as the setting asks: with
         ``event`` the fsync comes first; with ``turn`` the clients are woken first (the lines are
         in the file already: a daemon crash loses nothing they saw) and the flusher fsyncs at once,
         off the loop: the next message is not held up by the disk."""

@@ -275,7 +275,7 @@ class EventLog:
             return iter(())
         tail_first = self._last_seq - len(self._tail) + 1
         if self._tail and start >= tail_first:
-            # From the right: a live pump reads the newest few frames of a full tail.
+            # From the right: a live subscriber reads the newest few frames of a full tail.
             newest = reversed(self._tail)
             return reversed(list(islice(newest, self._last_seq - end, self._last_seq - start + 1)))
         block = (start - 1) // INDEX_STEP

@@ -1,4 +1,4 @@
-"""The read side of a session's event log, shared by every subscription pump.
+"""The read side of a session's event log, shared by every subscriber.
 
 A subscription is a cursor over the log, so replay and live delivery are one loop: read what
 is there from the cursor on, then wait until the log grows past it. No event can be skipped
@@ -6,13 +6,13 @@ or sent twice at the switch-over from replay to live, because there is no switch
 
 The feed shows the log up to the last ``appended()`` (the session's *publish*), not up to its
 last write: the session publishes a batch of events only once they are as durable as its
-setting asks, so a pump that happens to be awake never reads an event the log has not
+setting asks, so a reader that happens to be awake never reads an event the log has not
 committed yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import trio
@@ -28,7 +28,7 @@ class LogReader(Protocol):
 
 
 class Feed:
-    """Notifies subscription pumps when the log grows; readable after the session has ended.
+    """Wakes its readers when the log grows; readable after the session has ended.
 
     One feed serves a session id for the daemon's whole run: a resumed session's new log is
     ``rebind``-ed into it, so a subscription made before the session closed goes on seamlessly.
@@ -38,6 +38,7 @@ class Feed:
         self._log = log
         self._shown = log.last_seq
         self._grew = trio.Event()
+        self._listeners: dict[Callable[[], None], None] = {}
 
     @property
     def last_seq(self) -> int:
@@ -54,11 +55,23 @@ class Feed:
         self.appended()
 
     def appended(self) -> None:
-        """Publish everything the log holds and wake every pump waiting for a new event (called
-        by the session once a batch of appends is committed)."""
+        """Publish everything the log holds and wake every reader (called by the session once a
+        batch of appends is committed)."""
         self._shown = self._log.last_seq
         self._grew.set()
         self._grew = trio.Event()
+        for wake in list(self._listeners):
+            wake()
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` after each publish until ``unlisten(wake)``: a connection's writer, which
+        then reads the feed itself. ``wake`` runs in the session's task: it must only note the
+        news (set an event), never raise or block."""
+        self._listeners[wake] = None
+
+    def unlisten(self, wake: Callable[[], None]) -> None:
+        """Stop calling ``wake``; a no-op if it was not listening."""
+        self._listeners.pop(wake, None)
 
     async def wait_past(self, seq: int) -> None:
         """Return once an event after ``seq`` is published. Cancellable."""

@@ -62,17 +62,38 @@ class RawFramer:
         return bytes(payload)
 
 
-async def receive_chunk(stream: trio.abc.ReceiveStream) -> bytes | bytearray:
-    """The next chunk of ``stream`` (at most 64 KiB); empty at its end, or once it broke or was
-    closed under the reader."""
-    try:
-        return await stream.receive_some(_READ_SIZE)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        return b""
+async def receive_chunk(stream: trio.lowlevel.FdStream) -> bytes:
+    """The next chunk of the pipe ``stream`` (at most 64 KiB); empty at its end, or once it
+    broke or was closed under the reader. One reader at a time.
+
+    Exactly one schedule point per chunk: the wait for the pipe to become readable, or, when
+    data was already there, a yield that cannot be cancelled (so a flooding child cannot starve
+    the loop, and no chunk read is lost to a cancellation). trio's ``receive_some`` takes a
+    checkpoint *before* reading as well, which costs a trickled frame (the usual case: a
+    streamed answer) one more pass of the scheduler.
+    """
+    await trio.lowlevel.checkpoint_if_cancelled()
+    waited = False
+    while True:
+        fd = stream.fileno()  # -1 once closed: never a number another file reuses
+        try:
+            data = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            try:
+                await trio.lowlevel.wait_readable(fd)
+            except trio.ClosedResourceError:
+                return b""
+            waited = True
+            continue
+        except OSError:
+            return b""  # closed (EBADF) or broken
+        if not waited:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        return data
 
 
 async def read_stderr_lines(
-    stream: trio.abc.ReceiveStream, on_line: Callable[[str], None], line_limit: int
+    stream: trio.lowlevel.FdStream, on_line: Callable[[str], None], line_limit: int
 ) -> None:
     """Call ``on_line`` for each line of ``stream`` (decoded, ``\\r\\n`` stripped).
 

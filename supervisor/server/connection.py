@@ -1,23 +1,26 @@
 """The connection actor: the trio shell around one ``ConnectionCore``, on TCP or the Unix socket.
 
 Tasks: a reader that feeds frames to the core and serves each request in its own task (so
-responses may come out of order, at most ``_MAX_IN_FLIGHT`` at once); one pump per subscription
-that offers its session's feed to the core; and a writer that writes what the core hands out.
-A slow client only ever fills its own queue; the session is never blocked.
+responses may come out of order, at most ``_MAX_IN_FLIGHT`` at once), and a writer. The writer
+offers each subscribed session's feed to the core from the subscription's cursor on (replay and
+live delivery are one loop), then writes what the core hands out, a burst at a time; a feed
+wakes it when its session publishes (``listen``), so an event goes from the session's task to
+the socket in one task step. A slow client only ever fills its own queue (a replay waits for
+room; a live subscription that overflows it is ``lagged``); the session is never blocked.
 
-Two requests are the server's own, not the application's: ``session.(un)subscribe`` (the pumps)
+Two requests are the server's own, not the application's: ``session.(un)subscribe`` (the feeds)
 and ``ui.login_code`` (a one-time code for the browser UI, minted by ``login_code`` and served
 only when the client gave the token in ``hello``, not to a page the UI's cookie let in).
 
 Ending. When the client leaves, the core closes the connection (a refused handshake, a client
 that stopped reading) or the connection is cancelled (its supervisor stops it: the daemon is
-stopping, after the sessions have run their close sequence), the reader, requests and pumps
-stop; then each subscription is caught up to its feed's end and the writer, shielded from the
+stopping, after the sessions have run their close sequence), the reader and requests stop; then each subscription is caught up to its feed's end and the writer, shielded from the
 cancellation, writes out what is queued within ``FLUSH_TIMEOUT``, so a client sees a session's
 last events (``exit``, ``closed``) before its connection closes. A client that does not take
 them in time is cut off (``aborted``: its stream must be closed without a close handshake).
-Nothing is left running. A connection that crashes (a bug) closes with 1011 ``internal`` and
-raises: its supervisor logs it and forgets it; no other connection notices.
+Nothing is left running. A connection that crashes (a bug, or a feed that cannot be read)
+closes with 1011 ``internal`` after writing what was queued, and raises: its supervisor logs it
+and forgets it; no other connection notices.
 """
 
 from __future__ import annotations
@@ -60,7 +63,10 @@ class FeedLike(Protocol):
 
     def read_from(self, from_seq: int) -> Iterator[bytes]: ...
 
-    async def wait_past(self, seq: int) -> None: ...
+    def listen(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (it must not raise) each time the feed grows, until ``unlisten``."""
+
+    def unlisten(self, wake: Callable[[], None]) -> None: ...
 
 
 class Backend(Protocol):
@@ -85,8 +91,9 @@ class Connection:
         self.handshake_timeout = handshake_timeout
         self._wake = trio.Event()
         self._serving: trio.CancelScope | None = None
-        self._pumps: dict[str, trio.CancelScope] = {}
         self._feeds: dict[str, FeedLike] = {}
+        self._broken: Exception | None = None
+        """What stopped the writer from reading a feed: the connection then crashes."""
         self._in_flight = trio.Semaphore(_MAX_IN_FLIGHT)
         self._draining = False
         self.aborted = False
@@ -105,18 +112,21 @@ class Connection:
                 try:
                     if await self._handshake():
                         await self._serve_client()
+                    if self._broken is not None:
+                        raise self._broken
                 except BaseException as exc:
                     crashed = _is_crash(exc)  # a bug: the supervisor logs it
                     raise
                 finally:
                     writer.deadline = trio.current_time() + FLUSH_TIMEOUT
-                    try:
-                        if not crashed:
-                            self._catch_up()
-                    finally:
-                        self._draining = True
-                        self._changed()
+                    if not crashed:
+                        self._fill()
+                    self._draining = True
+                    self._changed()
         finally:
+            for feed in self._feeds.values():
+                feed.unlisten(self._changed)
+            self._feeds.clear()
             # A writer cut off by the flush bound may have left half a frame on the stream: then
             # there is no clean close to make, and the owner of the stream aborts it.
             self.aborted = writer.cancelled_caught
@@ -166,15 +176,13 @@ class Connection:
             match request:
                 case SessionSubscribe(session_id=sid, from_seq=from_seq):
                     feed = self.backend.feed(sid)
-                    self._stop_pump(sid)
-                    subscription = self.core.subscribe(request.id, sid, from_seq=from_seq,
-                                                       last_seq=feed.last_seq)
+                    self._forget(sid)
+                    self.core.subscribe(request.id, sid, from_seq=from_seq, last_seq=feed.last_seq)
                     self._feeds[sid] = feed
-                    self._pumps[sid] = scope = trio.CancelScope()
-                    nursery.start_soon(self._pump, subscription, feed, scope)
+                    feed.listen(self._changed)
                 case SessionUnsubscribe(session_id=sid):
                     self.backend.feed(sid)  # unknown_session for an id that never existed
-                    self._stop_pump(sid)
+                    self._forget(sid)
                     self.core.unsubscribe(request.id, sid)
                 case UiLoginCode():
                     # Only the token mints codes: a page must not grow logins of its own.
@@ -183,7 +191,7 @@ class Connection:
                     self.core.answer(request.id, self.login_code())
                 case _:
                     result = await self.backend.handle(request, self.id)
-                    await self._let_pump_catch_up(getattr(request, "session_id", None))
+                    await self._let_feed_catch_up(getattr(request, "session_id", None))
                     self.core.answer(request.id, result)
         except CorralError as exc:
             self.core.fail(request.id, exc)
@@ -193,66 +201,39 @@ class Connection:
         finally:
             self._in_flight.release()
 
-    async def _let_pump_catch_up(self, session_id: str | None) -> None:
+    async def _let_feed_catch_up(self, session_id: str | None) -> None:
         """Queue the session's events up to now before the response, so that a client that
-        hears "closed" has already been sent the ``exit`` (bounded: a lagging pump can't hold it)."""
+        hears "closed" has already been sent the ``exit`` (bounded: a replay waiting for room
+        can't hold it)."""
         if session_id is None:
             return
         try:
             target = self.backend.feed(session_id).last_seq
         except CorralError:
             return
+        self._fill()
         with trio.move_on_after(_CATCH_UP_TIMEOUT):
             await self._until(lambda: self.core.caught_up(session_id, target))
 
-    # --- pumps ------------------------------------------------------------------------------
-
-    async def _pump(self, subscription: Subscription, feed: FeedLike, scope: trio.CancelScope) -> None:
-        """Replay from the subscription's cursor (waiting for room), then follow live."""
-        with scope:
-            while True:
-                for frame in feed.read_from(subscription.cursor):
-                    while (offer := self.core.offer(subscription, frame)) is Offer.FULL:
-                        await self._until(self.core.has_room)
-                    if offer is not Offer.QUEUED:
-                        return
-                self.core.replayed(subscription)
-                await feed.wait_past(subscription.cursor - 1)
-
-    def _stop_pump(self, session_id: str) -> None:
-        scope = self._pumps.pop(session_id, None)
-        if scope is not None:
-            scope.cancel()
-        self._feeds.pop(session_id, None)
-
-    def _catch_up(self) -> None:
-        """Offer each subscription what its feed holds beyond it (the pumps are stopped)."""
-        if self.ws.closed is not None:
-            return
-        for subscription in self.core.subscriptions():
-            feed = self._feeds.get(subscription.session_id)
-            if feed is None:
-                continue
-            try:
-                for frame in feed.read_from(subscription.cursor):
-                    if self.core.offer(subscription, frame) is not Offer.QUEUED:
-                        break
-            except Exception:
-                log.exception("%s: could not catch up on session %s", self.id, subscription.session_id)
+    def _forget(self, session_id: str) -> None:
+        feed = self._feeds.pop(session_id, None)
+        if feed is not None:
+            feed.unlisten(self._changed)
 
     # --- writing ----------------------------------------------------------------------------
 
     async def _writer(self, scope: trio.CancelScope) -> None:
-        """Write what the core hands out, a burst at a time; shielded (``run`` bounds it), so no
-        frame is cut short."""
+        """Offer the feeds to the core and write what it hands out, a burst at a time; shielded
+        (``run`` bounds it), so no frame is cut short."""
         with scope:
             try:
                 while True:
+                    self._fill()
                     frames = self._take_burst()
                     if not frames:
                         if self._draining:
                             return
-                        await self._until(lambda: self.core.queued > 0 or self._draining)
+                        await self._wake.wait()  # a feed grew, a frame was queued, or the end
                         continue
                     await _send_messages(self.ws, frames)
             except ConnectionClosed:
@@ -260,6 +241,33 @@ class Connection:
             finally:
                 if self._serving is not None:
                     self._serving.cancel()
+
+    def _fill(self) -> None:
+        """Offer each subscription what its feed holds beyond its cursor, until the queue is
+        full (a replay goes on once the writer made room) or the feed is exhausted (from then
+        on the subscription is live). A feed that cannot be read breaks the connection: the
+        reader stops, what is queued is written, and ``run`` raises what went wrong."""
+        if self._broken is not None:
+            return
+        for subscription in self.core.subscriptions():
+            feed = self._feeds.get(subscription.session_id)
+            if feed is None:
+                continue
+            try:
+                if subscription.cursor <= feed.last_seq:
+                    for frame in feed.read_from(subscription.cursor):
+                        if self.core.offer(subscription, frame) is not Offer.QUEUED:
+                            break
+                    else:
+                        self.core.replayed(subscription)
+                else:
+                    self.core.replayed(subscription)
+            except Exception as exc:
+                log.exception("%s: cannot read session %s", self.id, subscription.session_id)
+                self._broken = exc
+                if self._serving is not None:
+                    self._serving.cancel()
+                return
 
     def _take_burst(self) -> list[bytes]:
         """Every frame queued now (up to ``_BURST_BYTES``): one write, one wake-up of the client."""
@@ -296,12 +304,18 @@ async def _send_messages(ws: WebSocketConnection, frames: list[bytes]) -> None:
         data = b"".join(_text_frame(frame) for frame in frames)
     else:  # wsproto says what is wrong (as ``send_message`` would)
         data = b"".join(ws._wsproto.send(TextMessage(data=frame.decode())) for frame in frames)
-    async with ws._stream_lock:
-        try:
-            await ws._stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            await ws._abort_web_socket()
-            raise ConnectionClosed(ws._close_reason) from None
+    lock = ws._stream_lock
+    try:
+        lock.acquire_nowait()  # the usual case: no schedule point of its own (the write has one)
+    except trio.WouldBlock:
+        await lock.acquire()
+    try:
+        await ws._stream.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        await ws._abort_web_socket()
+        raise ConnectionClosed(ws._close_reason) from None
+    finally:
+        lock.release()
 
 
 def _text_frame(payload: bytes) -> bytes:

@@ -2,10 +2,10 @@
 
 It does no I/O and reads no clock. Its shell (``connection.py``) hands it what the client sent
 (``receive_hello``, ``receive_request``), what requests came to (``answer``, ``fail``,
-``subscribe``, ``unsubscribe``) and the events a subscription's pump read from a session's feed
-(``offer``), and takes the frames to write with ``next_frame``. ``on_change`` is called after
-every change that may wake the shell (something to write, room for events, a pump moved on,
-the connection must close).
+``subscribe``, ``unsubscribe``) and the events it read from a session's feed for a
+subscription (``offer``), and takes the frames to write with ``next_frame``. ``on_change`` is
+called after every change that may wake the shell (something to write, room for events, a
+subscription moved on, the connection must close).
 
 The rules it keeps (PROTOCOL.md, "Details clients rely on"):
 
@@ -16,7 +16,7 @@ The rules it keeps (PROTOCOL.md, "Details clients rely on"):
 * Every request gets exactly one ``ok`` or ``error``; a frame that cannot be decoded for any
   reason, binary frames included, is ``bad_request`` and the connection stays open.
 * The ``ok`` of ``session.subscribe`` is queued before any event of that subscription.
-* Replay (the events up to the feed's end when the pump first read it) waits for room
+* Replay (the events up to the feed's end when the shell first read it) waits for room
   (``Offer.FULL``); a live event that does not fit lags the subscription: its queued events
   make way for one ``lagged`` whose ``last_seq`` is the last event of that session actually
   written, and the subscription ends. An ended subscription (lagged, unsubscribed, replaced by
@@ -200,7 +200,7 @@ class ConnectionCore:
         return Offer.QUEUED
 
     def replayed(self, subscription: Subscription) -> None:
-        """The pump has offered everything its feed held: from now on the events are live."""
+        """The shell has offered everything its feed held: from now on the events are live."""
         subscription.live = True
 
     def caught_up(self, session_id: str, seq: int) -> bool:

@@ -7,7 +7,7 @@ trio-websocket connection on the other end of the stream, so the test sees the w
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import msgspec
@@ -26,11 +26,11 @@ TOKEN = "t0ken"
 
 
 class MemoryFeed:
-    """A session's feed held in a list; ``append`` wakes the pumps as the session's log does."""
+    """A session's feed held in a list; ``append`` wakes its listeners as the session's feed does."""
 
     def __init__(self) -> None:
         self.frames: list[bytes] = []
-        self._grew = trio.Event()
+        self.listeners: dict[Callable[[], None], None] = {}
 
     @property
     def last_seq(self) -> int:
@@ -43,12 +43,14 @@ class MemoryFeed:
         self.frames.append(json.dumps({"type": "event", "session_id": "s", "seq": self.last_seq + 1,
                                        "ts": "t", "event": {"type": "assistant", "text": text,
                                                             "delta": False}}).encode())
-        self._grew.set()
-        self._grew = trio.Event()
+        for wake in list(self.listeners):
+            wake()
 
-    async def wait_past(self, seq: int) -> None:
-        while self.last_seq <= seq:
-            await self._grew.wait()
+    def listen(self, wake: Callable[[], None]) -> None:
+        self.listeners[wake] = None
+
+    def unlisten(self, wake: Callable[[], None]) -> None:
+        self.listeners.pop(wake, None)
 
 
 class Backend:
@@ -192,6 +194,30 @@ async def test_events_queued_together_reach_the_client_in_one_write(
     assert [f["seq"] for f in frames] == [1, 2, 3, 4, 5]
     assert len(writes) == 1
     scope.cancel()
+
+
+async def test_the_connection_stops_listening_to_a_feed_on_unsubscribe_and_on_its_end(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    # A feed lives as long as the daemon: a connection that left a listener behind would be
+    # woken (and kept in memory) by every event of the session, for good.
+    backend = Backend()
+    wire, scope, done = await connect(nursery, backend)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    assert len(backend.feed_s.listeners) == 1
+    await wire.send(type="session.subscribe", id=2, session_id="s")  # replaces the first
+    assert (await wire.receive())["type"] == "ok"
+    assert len(backend.feed_s.listeners) == 1
+    await wire.send(type="session.unsubscribe", id=3, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    assert backend.feed_s.listeners == {}
+    await wire.send(type="session.subscribe", id=4, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    backend.feed_s.append("live")
+    assert (await wire.receive())["event"]["text"] == "live"
+    scope.cancel()
+    await done.wait()
+    assert backend.feed_s.listeners == {}
 
 
 async def test_a_client_that_does_not_read_is_closed_within_the_flush_bound(

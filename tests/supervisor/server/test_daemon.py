@@ -11,7 +11,7 @@ import json
 import logging
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +33,18 @@ LIMIT = 30
 
 
 class BrokenFeed:
-    """A session feed whose storage fails when read: a bug or a broken disk, in the pump."""
+    """A session feed whose storage fails when read: a bug or a broken disk, met by the writer."""
 
     last_seq = 3
 
     def read_from(self, from_seq: int) -> Iterator[bytes]:
         raise RuntimeError("the disk is on fire")
 
-    async def wait_past(self, seq: int) -> None:
-        await trio.sleep_forever()
+    def listen(self, wake: Callable[[], None]) -> None:
+        pass
+
+    def unlisten(self, wake: Callable[[], None]) -> None:
+        pass
 
 
 class App:
