@@ -87,9 +87,11 @@ async def test_merge_and_discard_of_ended_sessions_reach_their_logs(
         kinds = [f["event"]["type"] for f in tail]
         assert kinds.index("exit") < kinds.index("workspace")
 
-        for session, state in ((one, "merged"), (two, "discarded"), (three, "discarded")):
+        # One was closed right after its turn: the count that turn moved is logged all the same.
+        for session, states in ((one, ["changed", "merged"]), (two, ["discarded"]),
+                                (three, ["discarded"])):
             log = await _log(daemon, session["id"])
-            assert [f["event"]["state"] for f in log if _workspace(f)] == ["created", state]
+            assert [f["event"]["state"] for f in log if _workspace(f)] == ["created", *states]
             assert [f["seq"] for f in log] == list(range(1, len(log) + 1))
 
 
