@@ -17,7 +17,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import msgspec
 import trio
@@ -36,7 +36,7 @@ from actors.native.runcli import add_commands as add_native_commands
 from actors.native.translate import autonomy as native_autonomy
 from actors.native.services import DaemonServices
 from actors.session.actor import Session
-from actors.session.config import HarnessConfig, SessionsConfig
+from actors.session.config import HarnessConfig, SessionsConfig, harness_defaults
 from actors.session.sessions import SessionTable
 from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
@@ -160,6 +160,14 @@ async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | N
     await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)
 
 
+class _VendorArgs(TypedDict):
+    """What every vendor driver takes from the configuration (``drivers``)."""
+
+    binary: str | None
+    env: dict[str, str]
+    cache: DetectionCache
+
+
 def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
             forks: ForkServer | None = None) -> dict[str, Any]:
     """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers and
@@ -169,29 +177,29 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
     that only list harnesses) OpenCode sessions get a private pool that is not running.
     ``forks`` is the daemon's native fork server; without one native workers are exec'd.
     """
-    claude = config.harness.get("claude", HarnessConfig())
-    codex = config.harness.get("codex", HarnessConfig())
-    pi = config.harness.get("pi", HarnessConfig())
-    oc = config.harness.get("opencode", HarnessConfig())
     providers, warnings = decode_providers(config.providers)
     prices, price_warnings = load_prices()
     for warning in warnings + price_warnings:
         log.warning("config: %s", warning)
     cache = DetectionCache()  # one for every vendor: harness.list and session.create read it
-    acp = {name: AcpDriver(profile, binary=_expand(config.harness.get(name, HarnessConfig()).binary),
-                           cache=cache)
-           for name, profile in PROFILES.items()}
+
+    def vendor(harness: str) -> _VendorArgs:
+        # The binary and env every session of ``harness`` gets (``harness_defaults``): its
+        # detection probes that binary with that env laid over the daemon's, as the sessions do.
+        options, env = harness_defaults(config, harness)
+        binary = options.get("binary")
+        return _VendorArgs(binary=binary if isinstance(binary, str) else None, env=env, cache=cache)
+
     return {
         "fake": FakeDriver(),
-        "claude": ClaudeDriver(binary=_expand(claude.binary), cache=cache),
-        "codex": CodexDriver(binary=_expand(codex.binary), cache=cache),
+        "claude": ClaudeDriver(**vendor("claude")),
+        "codex": CodexDriver(**vendor("codex")),
         "native": NativeDriver(providers=providers, prices=prices, forks=forks,
                                context=config.native.context(),
                                compaction=config.native.compaction),
-        **acp,
-        "pi": PiDriver(binary=_expand(pi.binary), cache=cache),
-        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), binary=_expand(oc.binary),
-                                   cache=cache),
+        **{name: AcpDriver(profile, **vendor(name)) for name, profile in PROFILES.items()},
+        "pi": PiDriver(**vendor("pi")),
+        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), **vendor("opencode")),
     }
 
 
@@ -374,10 +382,6 @@ def _mcp_gate(config: Config) -> Any:
         return Gate(port, config.daemon.allowed_origins).refusal(GATE_PATH, host, headers, unix=False)
 
     return refuse
-
-
-def _expand(path: str | None) -> str | None:
-    return os.path.expanduser(path) if path else None
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@ Between messages the loop sleeps at most until the core's ``next_deadline`` and 
 **Events from outside.** ``announce(event)`` puts an event the daemon has about this session (a
 ``workspace`` change) into the inbox; the loop appends it like its own, so the log keeps one
 writer. The daemon's ``after_result`` hook (``SessionDeps``) runs after each turn's ``result``
-in a task beside the loop, bounded by ``AFTER_RESULT_TIMEOUT``, never in it: results that come
-while it runs are coalesced into one more run, and the event it returns, if any, is announced.
+in a task beside the loop (``actors.session.afterresult``), never in it; the loop appends the
+event it returns. When a close starts (``session.close``, or ``Stop``), the loop first settles
+the run due or in flight (bounded by ``AFTER_RESULT_TIMEOUT``), so its event is logged before the
+close's ``exit``; the close bounds grow by that much for a session with a hook.
 
 **Lifetime.** ``run`` is the start function of a ``temporary`` child of the sessions supervisor.
 It reports ready once the first child generation was heard of, so a new session is already idle
@@ -33,8 +35,8 @@ It reports ready once the first child generation was heard of, so a new session 
 a shielded scope: when the daemon stops the session (cancels ``run``), the loop is sent ``Stop``
 and the core closes the session as ``session.close`` would (closing, open permissions cancelled,
 the child's goodbye and close sequence, ``exit``, closed), all logged before ``run`` returns. If
-that takes longer than ``close_timeout`` plus a margin, the child is killed and the end is logged
-anyway (``Abandoned``). A bug inside the loop is logged as an ``error`` event before the session
+that takes longer than ``close_bound`` (``close_timeout`` plus a margin, plus the after-result
+wait), the child is killed and the end is logged anyway (``Abandoned``). A bug inside the loop is logged as an ``error`` event before the session
 ends ``failed`` (``Abort``); a log that cannot take events ends it ``failed`` without more events
 (``StorageLost``). Either way the daemon and the other sessions go on.
 """
@@ -55,6 +57,7 @@ import msgspec
 import trio
 
 from actors.harness import HarnessRequest
+from actors.session.afterresult import AFTER_RESULT_TIMEOUT, AfterResults
 from actors.session.child import KILL_MARGIN, Harness
 from actors.session.core import SessionCore
 from actors.session.eventlog import EventLog
@@ -86,13 +89,11 @@ from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.spec import redact
 from supervisor.tree.mailbox import Mailbox, MailboxFull, Reply
 
-__all__ = ["Session", "SessionDeps"]
+__all__ = ["AFTER_RESULT_TIMEOUT", "Session", "SessionDeps"]
 
 log = logging.getLogger("corral.session")
 
 _REQUEST_TIMEOUT = 30.0
-AFTER_RESULT_TIMEOUT = 30.0
-"""Seconds the ``after_result`` hook may take (git on a large worktree) before it is abandoned."""
 _BATCH = 64
 """Messages the loop takes at most before it publishes (and lets other tasks run)."""
 T = TypeVar("T")
@@ -133,8 +134,9 @@ class Session:
         """Set once the session has ended and its log is closed."""
         self._frame_log = frame_log
         self._offload: Offload[Any] = deps.offload or _in_thread
-        self._results = trio.Event()  # set by each ``result``; the after_result task waits on it
-        self._inbox: Mailbox[_Call | Input | _LogBroken | _Announce] = Mailbox(
+        self._after = (None if deps.after_result is None
+                       else AfterResults(deps.after_result, meta.id, self._after_result_ready))
+        self._inbox: Mailbox[_Message] = Mailbox(
             deps.sessions.inbox_size, name=f"session {meta.id}")
         self._calls: dict[int, Reply[msgspec.Struct]] = {}
         self._call_ids = itertools.count(1)
@@ -162,13 +164,20 @@ class Session:
         """A snapshot for ``session.get``/``session.list``."""
         return self.core.info(self.log.last_seq)
 
+    @property
+    def close_bound(self) -> float:
+        """Seconds a close may take before the child is killed: the harness's close sequence
+        and kill margin, after the wait for an after-result run (if the session has a hook)."""
+        settle = 0.0 if self._after is None else AFTER_RESULT_TIMEOUT
+        return self.deps.sessions.close_timeout + KILL_MARGIN + settle
+
     async def call(self, request: ClientRequest, by: str) -> msgspec.Struct:
         """Serve a session request from connection ``by``; typed errors, never a hang."""
         timeout = _REQUEST_TIMEOUT
         if isinstance(request, SessionClose):
             if self.core.finished:
                 return Empty()
-            timeout = self.deps.sessions.close_timeout + _REQUEST_TIMEOUT
+            timeout = self.close_bound - KILL_MARGIN + _REQUEST_TIMEOUT
         try:
             result: msgspec.Struct = await self._inbox.request(
                 lambda reply: _Call(request, by, reply), timeout=timeout)
@@ -221,8 +230,8 @@ class Session:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._flush)
                     nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
-                    if self.deps.after_result is not None:
-                        nursery.start_soon(self._after_results)
+                    if self._after is not None:
+                        nursery.start_soon(self._after.run)
                     await self._loop(task_status)
                     nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
         finally:
@@ -233,7 +242,7 @@ class Session:
         async with self._inbox:  # closed on the way out: every request still waiting gets ActorGone
             try:
                 while not self.core.finished:
-                    msg: _Call | Input | _LogBroken | _Announce | None = None
+                    msg: _Message | None = None
                     deadline = self.core.next_deadline()
                     with trio.move_on_at(math.inf if deadline is None else deadline):
                         msg = await self._inbox.receive()
@@ -264,14 +273,19 @@ class Session:
                 return
             await self._take(msg)
 
-    async def _take(self, msg: _Call | Input | _LogBroken | _Announce | None) -> None:
+    async def _take(self, msg: _Message | None) -> None:
         if isinstance(msg, _LogBroken):
             raise msg.error
         if isinstance(msg, _Announce):
             await self._perform([Emit(msg.event)])
-            if msg.reply is not None:
-                msg.reply.send(Empty())
+            msg.reply.send(Empty())
             return
+        if isinstance(msg, _AfterResult):
+            if self._after is not None:
+                await self._perform([Emit(event) for event in self._after.take()])
+            return
+        if self._after is not None and self._starts_close(msg):
+            await self._perform([Emit(event) for event in await self._after.settle()])
         if isinstance(msg, _Call):
             call = next(self._call_ids)
             self._calls[call] = msg.reply
@@ -289,8 +303,8 @@ class Session:
             match out:
                 case Emit(event=event):
                     self.log.append(event, now=time.time())
-                    if isinstance(event, Result):
-                        self._results.set()
+                    if isinstance(event, Result) and self._after is not None:
+                        self._after.result()
                 case Write(gen=gen, data=data):
                     await self.harness.write(gen, data)
                 case CloseChild(gen=gen, goodbye=goodbye):
@@ -319,7 +333,7 @@ class Session:
             self.feed.appended()
         self.log.sync_soon()
 
-    async def _tell(self, msg: Input) -> None:
+    async def _tell(self, msg: _Message) -> None:
         """Deliver a notice about the child without a schedule point while the inbox has room (a
         frame costs the forwarding task one step, not two); wait for room when it is full."""
         try:
@@ -334,27 +348,19 @@ class Session:
             with contextlib.suppress(ActorGone):
                 await self._inbox.send(_LogBroken(exc))
 
-    async def _after_results(self) -> None:
-        """Run the ``after_result`` hook once per burst of results, beside the loop, bounded;
-        announce what it returns. A hook that fails or overruns is logged and skipped."""
-        while True:
-            await self._results.wait()
-            self._results = trio.Event()
-            event: Event | None = None
-            with trio.move_on_after(AFTER_RESULT_TIMEOUT) as scope:
-                try:
-                    event = await self.deps.after_result(self.id)
-                except Exception:  # noqa: BLE001 - a failing hook costs its event, not the session
-                    log.exception("session %s: the after-result hook failed", self.id)
-            if scope.cancelled_caught:
-                log.warning("session %s: the after-result hook took more than %g s",
-                            self.id, AFTER_RESULT_TIMEOUT)
-            if event is not None:
-                with contextlib.suppress(ActorGone):
-                    await self._inbox.send(_Announce(event, None))
+    def _starts_close(self, msg: _Call | Input | None) -> bool:
+        """Whether ``msg`` makes a live session start to close (a second close does not)."""
+        closes = isinstance(msg, Stop) or (isinstance(msg, _Call) and isinstance(msg.request, SessionClose))
+        return closes and not self.core.finished and self.core.lifecycle != "closing"
+
+    async def _after_result_ready(self) -> None:
+        """A run of the after-result hook left an event: wake the loop to append it (``_take``).
+        Never waits for the loop itself, which may be settling the runs before a close."""
+        with contextlib.suppress(ActorGone):
+            await self._tell(_AfterResult())
 
     async def _stop(self, ended: trio.Event) -> None:
-        with trio.move_on_after(self.deps.sessions.close_timeout + KILL_MARGIN):
+        with trio.move_on_after(self.close_bound):
             with contextlib.suppress(ActorGone):
                 await self._inbox.send(Stop())
             await ended.wait()
@@ -418,13 +424,20 @@ class _Announce(msgspec.Struct, frozen=True):
     """An event from outside the session (``announce``) for its log; ``reply`` once appended."""
 
     event: Event
-    reply: Reply[msgspec.Struct] | None
+    reply: Reply[msgspec.Struct]
+
+
+class _AfterResult(msgspec.Struct, frozen=True):
+    """A run of the after-result hook left events to append (``AfterResults.take``)."""
 
 
 class _LogBroken(msgspec.Struct, frozen=True):
     """The log's flusher failed: the loop raises ``error`` (and the session ends failed)."""
 
     error: StorageFailed
+
+
+_Message = _Call | Input | _LogBroken | _Announce | _AfterResult
 
 
 async def _in_thread(call: Callable[[], T]) -> T:

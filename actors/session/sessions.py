@@ -279,8 +279,10 @@ class SessionTable:
                      event_log: EventLog) -> None:
         """Start ``session`` as a temporary child of the sessions supervisor."""
         sessions = self.config.sessions
+        # The session's own close bound, then as long again for the kill and the end's records.
         spec = ChildSpec(id=session.id, start=functools.partial(self._run_session, session),
-                         restart=RestartType.TEMPORARY, shutdown=2 * (sessions.close_timeout + KILL_MARGIN))
+                         restart=RestartType.TEMPORARY,
+                         shutdown=session.close_bound + sessions.close_timeout + KILL_MARGIN)
         try:
             await supervisor.start_child(spec)
         except BaseException as exc:

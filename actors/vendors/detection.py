@@ -10,7 +10,10 @@ the login state). What is the same for all of them lives here:
   no secret). A verdict is reused for ``ttl`` seconds of the trio clock; concurrent callers of
   one key share one probe. ``actors.app`` builds one and gives it to every vendor driver, so
   ``harness.list`` and the availability check of ``session.create`` read the same verdicts.
-* ``Detector``: what a driver holds: its probe, binary, env keys and the cache; ``detect()`` is
+* ``Detector``: what a driver holds: its probe, binary, env keys and the cache; the probe sees
+  the daemon's environment with the harness's configured env (``[harness.<name>] env``) laid
+  over it by ``child_env``, exactly as the harness's session children get it, and the key
+  covers every configured variable (a change of the configuration is a new verdict); ``detect()`` is
   the cached verdict, its models filled in from a live session when the CLI listed none
   (an ACP agent that needs a login to open a session outside one, an OpenCode whose
   ``opencode models`` failed); ``binary`` is the path the last verdict found (launches default to it).
@@ -27,6 +30,7 @@ import msgspec
 import trio
 
 from protocol.models import Detection
+from supervisor.proc.spec import child_env
 
 from .probe import ProbeFailed, parse_version, probe_version
 
@@ -156,13 +160,18 @@ class DetectionCache:
 class Detector:
     """One harness's detection through a ``DetectionCache`` (a private one if none is given).
 
-    ``env`` is the environment the probe sees (default: the daemon's, read at each call);
-    ``env_keys`` the variables of it, beside ``PATH``, that change the verdict.
+    The probe sees the daemon's environment, read at each call, with ``overlay`` (the
+    harness's ``[harness.<name>] env``) laid over it as on the harness's session children
+    (``child_env``); or, if ``env`` is given (tests), exactly ``env``. ``env_keys`` are the
+    variables, beside ``PATH`` and those of ``overlay``, that change the verdict.
     """
 
     def __init__(self, harness: str, probe: Probe, *, binary: str | None = None,
-                 env: Mapping[str, str] | None = None, env_keys: Iterable[str] = (),
-                 cache: DetectionCache | None = None, models_probe: Probe | None = None) -> None:
+                 env: Mapping[str, str] | None = None, overlay: Mapping[str, str] | None = None,
+                 env_keys: Iterable[str] = (), cache: DetectionCache | None = None,
+                 models_probe: Probe | None = None) -> None:
+        if env is not None and overlay:
+            raise ValueError("a Detector takes a whole env or an overlay of the daemon's, not both")
         self.harness = harness
         self.models: list[str] = []
         """Models a live session reported (ACP, OpenCode); shown while the verdict is available
@@ -173,7 +182,8 @@ class Detector:
         open a session or load every provider): run only when asked (``detect(models=True)``)."""
         self._binary = binary
         self._env = env
-        self._env_keys = tuple(env_keys)
+        self._overlay = dict(overlay or {})
+        self._env_keys = (*env_keys, *self._overlay)
         self._cache = cache if cache is not None else DetectionCache()
 
     @property
@@ -215,7 +225,7 @@ class Detector:
         return verdict
 
     def _environ(self) -> Mapping[str, str]:
-        return os.environ if self._env is None else self._env
+        return child_env(self._overlay, {}) if self._env is None else self._env
 
     def _key(self, env: Mapping[str, str]) -> CacheKey:
         return cache_key(self.harness, self._binary, env, self._env_keys)

@@ -87,7 +87,26 @@ async def test_merge_and_discard_of_ended_sessions_reach_their_logs(
         kinds = [f["event"]["type"] for f in tail]
         assert kinds.index("exit") < kinds.index("workspace")
 
-        for session, state in ((one, "merged"), (two, "discarded"), (three, "discarded")):
+        # One was closed right after its turn: the count that turn moved is logged all the same.
+        for session, states in ((one, ["changed", "merged"]), (two, ["discarded"]),
+                                (three, ["discarded"])):
             log = await _log(daemon, session["id"])
-            assert [f["event"]["state"] for f in log if _workspace(f)] == ["created", state]
+            assert [f["event"]["state"] for f in log if _workspace(f)] == ["created", *states]
             assert [f["seq"] for f in log] == list(range(1, len(log) + 1))
+
+
+async def test_a_session_closed_right_after_a_result_still_logs_its_changed_event(
+        daemon: DaemonProc, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    async with raw_client(daemon) as client:
+        session = await _create(client, repo, "hasty")
+        sid = session["id"]
+        await client.ok("session.subscribe", session_id=sid)
+        await _turn(client, sid, "echo a > a.txt")
+        await client.ok("session.close", session_id=sid)  # while git counts the changes
+        log = await _log(daemon, sid)
+    kinds = [f["event"]["type"] for f in log]
+    assert [(f["event"]["state"], f["event"]["changed_files"]) for f in log if _workspace(f)] == [
+        ("created", 0), ("changed", 1)]
+    changed = next(n for n, f in enumerate(log) if _workspace(f, "changed"))
+    assert kinds.index("result") < changed < kinds.index("exit")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from importlib import metadata
 from typing import Any
@@ -38,14 +38,16 @@ class AcpDriver:
     features: Features = FEATURES
 
     def __init__(self, profile: Profile, *, binary: str | None = None,
-                 cache: DetectionCache | None = None, detector: Detector | None = None,
-                 client_name: str = "corral", clock: Callable[[], float] = time.time) -> None:
+                 env: Mapping[str, str] | None = None, cache: DetectionCache | None = None,
+                 detector: Detector | None = None, client_name: str = "corral",
+                 clock: Callable[[], float] = time.time) -> None:
         self.name = profile.name
         self.profile = profile
         self._binary = binary
         self.detector = detector if detector is not None else Detector(
-            profile.name, functools.partial(probe, profile), binary=binary, env_keys=ENV_KEYS,
-            cache=cache, models_probe=functools.partial(probe, profile, with_models=True))
+            profile.name, functools.partial(probe, profile), binary=binary, overlay=env,
+            env_keys=ENV_KEYS, cache=cache,
+            models_probe=functools.partial(probe, profile, with_models=True))
         self._client_name = client_name
         self._client_version = _version()
         self._clock = clock

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import msgspec
 
@@ -19,7 +19,8 @@ __all__ = ["ClaudeDriver"]
 class ClaudeDriver:
     """Launch builder, translator factory and cached detection for Claude Code.
 
-    ``binary`` is what detection probes (sessions pick theirs with ``options.binary``);
+    ``binary`` is what detection probes (sessions pick theirs with ``options.binary``), ``env``
+    the configured ``[harness.claude] env`` that detection sees as sessions do;
     ``cache`` is the daemon's detection cache (a private one if none); ``new_uuid`` pins the
     uuids of user lines (tests).
 
@@ -33,9 +34,11 @@ class ClaudeDriver:
     name: str = HARNESS
     features: Features = FEATURES
 
-    def __init__(self, *, binary: str | None = None, cache: DetectionCache | None = None,
+    def __init__(self, *, binary: str | None = None, env: Mapping[str, str] | None = None,
+                 cache: DetectionCache | None = None,
                  new_uuid: Callable[[], str] | None = None) -> None:
-        self.detector = Detector(HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache)
+        self.detector = Detector(HARNESS, probe, binary=binary, overlay=env, env_keys=ENV_KEYS,
+                                 cache=cache)
         self._new_uuid = new_uuid
         self._missing: set[tuple[str, str]] = set()
 

@@ -7,6 +7,7 @@ default executable of later launches unless ``options.binary`` names one).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import metadata
 
 from actors.harness import HarnessRequest, Launch
@@ -26,11 +27,12 @@ class CodexDriver:
     name: str = HARNESS
     features: Features = FEATURES
 
-    def __init__(self, *, binary: str | None = None, cache: DetectionCache | None = None,
-                 detector: Detector | None = None, client_name: str = "corral") -> None:
+    def __init__(self, *, binary: str | None = None, env: Mapping[str, str] | None = None,
+                 cache: DetectionCache | None = None, detector: Detector | None = None,
+                 client_name: str = "corral") -> None:
         self._binary = binary
         self._detector = detector if detector is not None else Detector(
-            HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache)
+            HARNESS, probe, binary=binary, overlay=env, env_keys=ENV_KEYS, cache=cache)
         self._client_name = client_name
         self._client_version = _version()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -41,11 +41,12 @@ class OpenCodeDriver:
     features: Features = FEATURES
 
     def __init__(self, servers: OpenCodeServers, *, binary: str | None = None,
-                 cache: DetectionCache | None = None, detector: Detector | None = None) -> None:
+                 env: Mapping[str, str] | None = None, cache: DetectionCache | None = None,
+                 detector: Detector | None = None) -> None:
         self.servers = servers
         self._binary = binary
         self._detector = detector if detector is not None else Detector(
-            HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache,
+            HARNESS, probe, binary=binary, overlay=env, env_keys=ENV_KEYS, cache=cache,
             models_probe=functools.partial(probe, with_models=True))
 
     def launch(self, request: HarnessRequest) -> Launch:

@@ -7,6 +7,8 @@ executable of later launches unless ``options.binary`` names one).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
@@ -25,11 +27,11 @@ class PiDriver:
     name: str = HARNESS
     features: Features = FEATURES
 
-    def __init__(self, *, binary: str | None = None, cache: DetectionCache | None = None,
-                 detector: Detector | None = None) -> None:
+    def __init__(self, *, binary: str | None = None, env: Mapping[str, str] | None = None,
+                 cache: DetectionCache | None = None, detector: Detector | None = None) -> None:
         self._binary = binary
         self._detector = detector if detector is not None else Detector(
-            HARNESS, probe, binary=binary, env_keys=ENV_KEYS, cache=cache)
+            HARNESS, probe, binary=binary, overlay=env, env_keys=ENV_KEYS, cache=cache)
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The argv/env/cwd for ``request``; pure apart from reading the last detection."""
