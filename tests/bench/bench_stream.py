@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from typing import Any
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
+from tests.bench.turns import cpu_ns
 from tests.e2e.daemonproc import start_daemon, stop_daemon
 
 
@@ -85,18 +85,6 @@ class Route:
         if seen != events:
             raise RuntimeError(f"{self.name}: {seen} deltas, {events} written")
         self.cpu.append((cpu_ns(self.pid) - before) / events / 1000)
-
-
-def cpu_ns(pid: int) -> int:
-    """CPU time of every thread of ``pid`` so far, in ns (the scheduler's own account)."""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as handle:
-                total += int(handle.read().split()[0])
-        except OSError:
-            pass  # a thread that ended meanwhile
-    return total
 
 
 async def corral_route(stack: AsyncExitStack, state: Path, cwd: str, script: str) -> Route:

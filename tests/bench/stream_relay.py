@@ -26,7 +26,7 @@ async def main(script: str) -> None:
         ws = await request.accept()
         try:
             await relay(ws)
-        except ConnectionClosed:
+        except* ConnectionClosed:
             pass  # the benchmark is done with us
 
     async def relay(ws: trio_websocket.WebSocketConnection) -> None:
