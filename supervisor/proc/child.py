@@ -52,6 +52,7 @@ from supervisor.proc.pipes import (
     open_pidfd,
     read_stderr_lines,
     receive_chunk,
+    write_all,
 )
 from supervisor.proc.identity import marker_env, start_token
 from supervisor.proc.killing import (
@@ -186,13 +187,18 @@ class ProcessChild:
         Raises ``ChildExited`` if stdin is closed or the child stopped reading for good. If
         cancelled mid-write, part of ``data`` may have been written: close the child then.
         """
-        async with self._send_lock:
-            try:
-                await self._spawned.stdin.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                raise ChildExited(
-                    f"child {self.key!r} no longer reads its stdin", data={"pid": self.pid}
-                ) from exc
+        try:
+            self._send_lock.acquire_nowait()  # the usual case: no schedule point before the write
+        except trio.WouldBlock:
+            await self._send_lock.acquire()
+        try:
+            await write_all(self._spawned.stdin, data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise ChildExited(
+                f"child {self.key!r} no longer reads its stdin", data={"pid": self.pid}
+            ) from exc
+        finally:
+            self._send_lock.release()
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (the usual goodbye); idempotent."""

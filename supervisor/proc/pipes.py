@@ -9,6 +9,7 @@ a byte limit and the rest of an over-long line is skipped.
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import signal
 from collections.abc import Awaitable, Callable, Iterator
@@ -90,6 +91,27 @@ async def receive_chunk(stream: trio.lowlevel.FdStream) -> bytes:
         if not waited:
             await trio.lowlevel.cancel_shielded_checkpoint()
         return data
+
+
+async def write_all(stream: trio.lowlevel.FdStream, data: bytes) -> None:
+    """Write ``data`` to the pipe ``stream``: at once when the pipe has room, so the bytes are
+    with the reader before this task yields (trio's ``send_all`` yields first), else the rest as
+    ``send_all`` does. One writer at a time. Raises ``trio.ClosedResourceError`` once the stream
+    was closed and ``trio.BrokenResourceError`` once the reader is gone; if cancelled, part of
+    ``data`` may have been written."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        written = os.write(stream.fileno(), data)
+    except BlockingIOError:
+        written = 0
+    except OSError as exc:
+        if exc.errno == errno.EBADF:
+            raise trio.ClosedResourceError("the pipe was closed") from None
+        raise trio.BrokenResourceError(f"cannot write to the pipe: {exc}") from exc
+    if written < len(data):
+        await stream.send_all(memoryview(data)[written:])
+    else:
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
 
 async def read_stderr_lines(

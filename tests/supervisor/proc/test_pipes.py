@@ -1,15 +1,16 @@
 """A child's stdout read in its consumer's task (``ProcessChild.receive_frame``) and the pipe
-reads under it (``supervisor.proc.pipes.receive_chunk``)."""
+reads and writes under it (``supervisor.proc.pipes.receive_chunk``, ``write_all``)."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 import trio
 import trio.testing
 
 from supervisor.proc.child import open_child
-from supervisor.proc.pipes import receive_chunk
+from supervisor.proc.pipes import receive_chunk, write_all
 from supervisor.proc.spec import ProcessSpec
 
 
@@ -87,3 +88,54 @@ async def test_a_cancelled_reader_reads_nothing_and_a_closed_pipe_reads_as_its_e
     assert await receive_chunk(stream) == b""
     await stream.aclose()
     assert await receive_chunk(stream) == b""  # closed: never another file's descriptor
+
+
+class _FirstStep(trio.abc.Instrument):
+    """What the pipe held when the task named ``name`` first gave up the CPU."""
+
+    def __init__(self, name: str, read_end: int) -> None:
+        self.name = name
+        self.read_end = read_end
+        self.seen: bytes | None = None
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith(self.name) and self.seen is None:
+            try:
+                self.seen = os.read(self.read_end, 1024)
+            except BlockingIOError:
+                self.seen = b""
+
+
+async def test_a_write_is_in_the_pipe_before_the_writer_first_yields_and_a_big_one_waits_for_room() -> None:
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    stream = trio.lowlevel.FdStream(write_end)
+    try:
+        async def writer() -> None:
+            await write_all(stream, b"prompt\n")
+
+        first = _FirstStep(".writer", read_end)
+        trio.lowlevel.add_instrument(first)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(writer)
+        finally:
+            trio.lowlevel.remove_instrument(first)
+        assert first.seen == b"prompt\n"  # trio's send_all yields before it writes: b""
+
+        big = bytes(range(256)) * 4096  # 1 MiB: far more than a pipe holds
+        received = bytearray()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write_all, stream, big)
+            with trio.fail_after(10):
+                while len(received) < len(big):
+                    await trio.lowlevel.wait_readable(read_end)
+                    received += os.read(read_end, 1 << 16)
+        assert received == big
+    finally:
+        os.close(read_end)
+    with pytest.raises(trio.BrokenResourceError):
+        await write_all(stream, b"nobody reads\n")
+    await stream.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        await write_all(stream, b"closed\n")
