@@ -168,7 +168,10 @@ class Connection:
                 return
             request = self.core.receive_request(frame)
             if request is not None:
-                await self._in_flight.acquire()
+                try:  # when free, no schedule point before the request's task starts
+                    self._in_flight.acquire_nowait()
+                except trio.WouldBlock:
+                    await self._in_flight.acquire()
                 nursery.start_soon(self._serve, request, nursery)
 
     async def _serve(self, request: ClientRequest, nursery: trio.Nursery) -> None:
