@@ -88,6 +88,7 @@ _REQUEST_TIMEOUT = 10.0  # seconds a client gets to send its request
 _REPORT_TIMEOUT = 10.0  # seconds a new worker gets to report its pid
 _REPARENT_TIMEOUT = 10.0  # seconds a worker waits for the intermediate to be gone
 _WORKER_FAILED = 70  # the worker's exit code when it could not become a worker
+_THREADS_WAIT = 15.0  # seconds the template waits for threads left behind before it gives up
 
 Handlers = dict[signal.Signals, Callable[[int, FrameType | None], Any] | int]
 
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         from actors.native.warmup import warm_up
 
         warmed = warm_up()
-        threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+        threads = _threads_left(time.monotonic() + _THREADS_WAIT)
         if threading.active_count() != 1 or threads != 1:
             print(f"fork server: the imports started threads ({threads}); forking is unsafe",
                   file=sys.stderr)
@@ -126,6 +127,24 @@ def main(argv: list[str] | None = None) -> int:
         listener.close()
         _unlink(args[0], bound)
     return 0
+
+
+def _threads_left(deadline: float) -> int:
+    """The OS threads of this process once the Python threads an import or the warm-up left
+    behind ended, waited for until ``deadline`` (a warm-up turn that timed out on a loaded
+    machine can leave a worker that winds down by itself a little later)."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    if not os.path.isdir("/proc/self/task"):
+        return 1
+    # A joined thread's OS thread leaves /proc a moment after join returns; the kernel says
+    # nothing when it does, so look again briefly.
+    while (threads := len(os.listdir("/proc/self/task"))) > threading.active_count():
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.001)
+    return threads
 
 
 def _bind(address: str) -> tuple[socket.socket, int | None]:

@@ -39,7 +39,6 @@ pytestmark = [*claude_marks, pytest.mark.slow, pytest.mark.timeout(600)]
 
 SESSIONS = 20
 TIMEOUT = 480
-ATTEMPTS = 5
 
 
 def pid_then_done(request: RecordedRequest) -> Reply:
@@ -87,8 +86,10 @@ async def test_twenty_claude_sessions_run_one_server_process(tmp_path: Path) -> 
                             sid = created["result"]["session"]["id"]
                             await own.ok("session.subscribe", session_id=sid)
                             # A CLI whose MCP connection is not up yet offers no MCP tool on its
-                            # first request (the model then just answers): ask again until it does.
-                            for _ in range(ATTEMPTS):
+                            # first request (the model then just answers): ask again until it does
+                            # (with twenty CLIs starting on a loaded machine, that can take a
+                            # while: the test's deadline bounds it, not a count of turns).
+                            while True:
                                 events = await one_turn(own, sid, "which pid?")
                                 if any(e["name"] == "mcp__fake__pid" for e in of(events, "tool")):
                                     outputs[sid] = pid_output(events)

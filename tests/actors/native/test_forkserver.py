@@ -291,3 +291,21 @@ async def test_a_fork_server_that_does_not_answer_is_killed_and_the_spawn_execs(
                     await trio.sleep(0.01)
             nursery.cancel_scope.cancel()
     assert await wait_no_descendants() == []
+
+
+def test_the_template_waits_for_threads_left_behind_then_counts_what_stays() -> None:
+    # A warm-up turn that timed out on a loaded machine can leave a worker thread that ends by
+    # itself shortly after: the template waits for it instead of refusing to serve. In a fresh
+    # interpreter of its own, as the template is (this one has threads of its own).
+    script = (
+        "import threading, time\n"
+        "from actors.native.forkserver import _threads_left\n"
+        "release = threading.Event()\n"
+        "threading.Thread(target=release.wait).start()\n"
+        "print(_threads_left(time.monotonic() + 0.05))\n"  # still there at the deadline
+        "threading.Timer(0.05, release.set).start()\n"
+        "print(_threads_left(time.monotonic() + 30))\n"  # ended, and was waited for
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.split() == ["2", "1"]
