@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import trio
@@ -39,6 +39,14 @@ async def _results(session: Session, count: int) -> None:
             await session.feed.wait_past(session.log.last_seq)
 
 
+async def _turn_then_hook(session: Session, child: Any) -> None:
+    """One turn to its ``result``, then until the after-result hook has had its chance to run."""
+    await session.prompt("one", "c-1")
+    child.emit(type="result", stop_reason="end_turn")
+    await until(session, lambda e: isinstance(e, ev.Result))
+    await trio.testing.wait_all_tasks_blocked()
+
+
 def _story(session_events: list[ev.Event]) -> list[str]:
     return [str(type(e).__struct_config__.tag) for e in session_events if not isinstance(e, ev.Status)]
 
@@ -57,10 +65,7 @@ async def test_a_close_waits_for_the_run_in_flight_and_logs_its_event_before_the
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         [child] = driver.children
-        await session.prompt("one", "c-1")
-        child.emit(type="result", stop_reason="end_turn")
-        await until(session, lambda e: isinstance(e, ev.Result))
-        await trio.testing.wait_all_tasks_blocked()
+        await _turn_then_hook(session, child)
         assert len(started) == 1  # in flight when the client closes
         await session.close("c-1")
         assert trio.current_time() == started[0] + 5
@@ -124,10 +129,7 @@ async def test_a_close_skips_a_hook_that_overruns_and_does_not_hang(
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         [child] = driver.children
-        await session.prompt("one", "c-1")
-        child.emit(type="result", stop_reason="end_turn")
-        await until(session, lambda e: isinstance(e, ev.Result))
-        await trio.testing.wait_all_tasks_blocked()
+        await _turn_then_hook(session, child)
         await session.close("c-1")
         assert trio.current_time() == started[0] + AFTER_RESULT_TIMEOUT
     assert _story(events(session)) == ["user", "result", "exit"]
