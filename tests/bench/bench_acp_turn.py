@@ -8,7 +8,10 @@ Two children of the agent run against one fake model server (``tests.fakes.model
 this process, scripted up front in the order the turns ask):
 
 * **direct**: the agent spawned from our launch builder and driven by the translator in this
-  process (``LiveAcp``, as in the driver's live tests): the floor any ACP client pays;
+  process (``LiveAcp``, as in the driver's live tests): the floor any ACP client pays. It
+  serves files and terminals as a corral session does (``runs_work``), so the agent runs the
+  same tools on both paths (claude-code-acp, offered terminals, has ``mcp__acp__Bash`` and no
+  ``Bash``); every tool turn must have written its file on every path;
 * **corral**: a ``corral daemon`` process running a session of the agent, driven by a raw
   protocol client over the websocket (``session.prompt``, then events until ``result``).
 
@@ -31,7 +34,7 @@ import trio
 from actors.harness import HarnessRequest
 from protocol.models import Permissions
 from tests.actors.vendors.acp.live import LiveAcp
-from tests.bench.turns import Bench, Turn, corral_turn, direct_turn, arguments, bench_of, daemons, measure, report
+from tests.bench.turns import Bench, frame_log, Turn, corral_turn, direct_turn, arguments, bench_of, daemons, measure, report
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.acp_offline import MODELS, aside, binary, install_hint, offline
 from tests.fakes.model_script import Turn as Step
@@ -48,7 +51,8 @@ def shapes(agent: str) -> dict[str, Callable[[int], list[Step]]]:
             return call("bash", command=command, description="write")
         if agent == "codex-acp":
             return call("exec_command", cmd=command)
-        return call("Bash", command=command, description="write")
+        # claude-code-acp swaps its own Bash for this one when the client serves terminals
+        return call("mcp__acp__Bash", command=command, description="write", timeout=10000)
     return {"text": lambda n: [say(f"Answer number {n}, streamed in a few small chunks.")],
             "tool": lambda n: [shell(n), say("Wrote it.")]}
 
@@ -81,8 +85,13 @@ async def main(agent: str, bench: Bench) -> None:
                 for shape in table:
                     report(shape, await measure(turns, shape, bench.count, bench.warmup))
             nursery.cancel_scope.cancel()
-    if len(server.model_requests()) != len(steps):
-        raise RuntimeError(f"{len(server.model_requests())} model calls, {len(steps)} scripted")
+        if len(server.model_requests()) != len(steps):
+            raise RuntimeError(f"{len(server.model_requests())} model calls, {len(steps)} scripted")
+        for name in ("direct", *bench.daemon_paths):
+            written = len(list((tmp / name / "work").glob("out-*.txt")))
+            if written != bench.warmup + bench.count:
+                raise RuntimeError(f"{name}: {written} tool turns wrote their file, "
+                                   f"{bench.warmup + bench.count} ran")
 
 
 def _request(agent: str, root: Path, port: int, path: str) -> HarnessRequest:
@@ -91,13 +100,14 @@ def _request(agent: str, root: Path, port: int, path: str) -> HarnessRequest:
     env, options = offline(agent, port, root / "home")
     return HarnessRequest(session_id="s-bench", cwd=str(root / "work"), model=MODELS[agent],
                           env=env, options={**options, "binary": path},
-                          work_dir=str(root / "run"), permissions=Permissions(mode="auto"))
+                          work_dir=str(root / "run"), permissions=Permissions(mode="auto"),
+                          runs_work=True)
 
 
 async def _create(client: RawClient, agent: str, root: Path, port: int, path: str) -> str:
     request = _request(agent, root, port, path)
     params: dict[str, Any] = {"harness": agent, "cwd": request.cwd, "env": request.env,
-                              "options": request.options, "permissions": {"mode": "auto"}}
+                              "options": {**request.options, **frame_log(root)}, "permissions": {"mode": "auto"}}
     if request.model:
         params["model"] = request.model
     sid = str((await client.ok("session.create", **params))["session"]["id"])

@@ -39,7 +39,7 @@ import trio
 from protocol.events import Result
 from protocol.models import Permissions
 from tests.actors.vendors.claude.live import LiveClaude, make_request
-from tests.bench.turns import Bench, Turn, daemons, measure, read_port_line, report, run
+from tests.bench.turns import Bench, frame_log, Turn, corral_turn, daemons, measure, read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.anthropic_script import Reply, bash, text
 from tests.fakes.claude_offline import INSTALL_HINT, claude_binary, offline_env
@@ -58,20 +58,6 @@ def direct_turn(live: LiveClaude) -> Turn:
         result = await live.wait_for(lambda e: isinstance(e, Result), start)
         if not isinstance(result, Result) or result.is_error:
             raise RuntimeError(f"direct turn failed: {result}")
-    return turn
-
-
-def corral_turn(client: RawClient, sid: str) -> Turn:
-    """A turn function that prompts session ``sid`` through the daemon."""
-    async def turn(prompt: str) -> None:
-        delivery = (await client.ok("session.prompt", session_id=sid, text=prompt))["delivery"]
-        if delivery != "prompted":
-            raise RuntimeError(f"corral turn was {delivery}, not prompted")
-        frames = await client.events_until(
-            sid, lambda f: f.get("type") == "event" and f["event"]["type"] == "result", 120)
-        result = frames[-1]["event"]
-        if result["is_error"]:
-            raise RuntimeError(f"corral turn failed: {result}")
     return turn
 
 
@@ -138,7 +124,7 @@ async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
         (root / name).mkdir(exist_ok=True)
     params: dict[str, Any] = {
         "harness": "claude", "cwd": str(root / "work"),
-        "options": {"binary": binary, "home": str(root / "home" / ".claude")},
+        "options": {**frame_log(root), "binary": binary, "home": str(root / "home" / ".claude")},
         "env": {**offline_env(port), "HOME": str(root / "home")},
         "permissions": {"mode": "auto"},
     }

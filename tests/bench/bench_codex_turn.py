@@ -37,7 +37,7 @@ import trio
 from protocol.events import Init
 from protocol.models import Permissions
 from tests.actors.vendors.codex.live import LiveCodex, make_request
-from tests.bench.turns import Bench, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
+from tests.bench.turns import Bench, frame_log, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args
 from tests.fakes.openai_server import Exec, Reply, Text
@@ -105,7 +105,7 @@ async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
         (root / name).mkdir(exist_ok=True)
     params: dict[str, Any] = {
         "harness": "codex", "cwd": str(root / "work"), "model": MODEL,
-        "options": {"binary": binary, "home": str(root / "codex_home"),
+        "options": {**frame_log(root), "binary": binary, "home": str(root / "codex_home"),
                     "extra_args": offline_args(port)},
         "env": {KEY_ENV: "sk-test-fake", "HOME": str(root / "home")},
         "permissions": {"mode": "auto_edit"},

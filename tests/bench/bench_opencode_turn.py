@@ -39,7 +39,7 @@ from actors.vendors.opencode import OpenCodeServers
 from protocol.events import Init
 from supervisor.ledger.store import Ledger
 from tests.actors.vendors.opencode.live import LiveOpenCode, make_request
-from tests.bench.turns import Bench, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
+from tests.bench.turns import Bench, frame_log, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.model_script import Step, call, say
 from tests.fakes.opencode_offline import (
@@ -115,7 +115,7 @@ async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
     (root / "work").mkdir(parents=True, exist_ok=True)
     params: dict[str, Any] = {
         "harness": "opencode", "cwd": str(root / "work"), "model": MODEL,
-        "options": {"binary": binary, "config": provider_config(port)},
+        "options": {**frame_log(root), "binary": binary, "config": provider_config(port)},
         "env": offline_env(root), "permissions": {"mode": "auto"},
     }
     sid = str((await client.ok("session.create", **params))["session"]["id"])

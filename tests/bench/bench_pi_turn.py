@@ -32,7 +32,7 @@ import trio
 
 from protocol.events import Init
 from tests.actors.vendors.pi.live import LivePi, make_request
-from tests.bench.turns import Bench, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
+from tests.bench.turns import Bench, frame_log, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client
 from tests.fakes.model_script import Step, call, say
 from tests.fakes.pi_offline import INSTALL_HINT, MODEL, offline_env, pi_binary, write_home
@@ -83,7 +83,7 @@ async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
     write_home(root / "pi_home", port)
     params: dict[str, Any] = {
         "harness": "pi", "cwd": str(root / "work"), "model": MODEL,
-        "options": {"binary": binary, "home": str(root / "pi_home")},
+        "options": {**frame_log(root), "binary": binary, "home": str(root / "pi_home")},
         "env": offline_env(root), "permissions": {"mode": "auto"},
     }
     sid = str((await client.ok("session.create", **params))["session"]["id"])
