@@ -4,8 +4,9 @@ Why not ``trio.lowlevel.open_process``: it forks in trio's cached worker threads
 after ten idle seconds. The kernel delivers ``PR_SET_PDEATHSIG`` when the *thread* that forked a
 child exits, so a parent-death signal set there would kill healthy children at random. Here every
 fork happens in one daemon thread, started on first use and alive until the process exits, which
-makes the parent-death signal mean "the daemon died". The thread also enters the new pid in the
-reaper's live table under the table lock, so the orphan reaper can never mistake it for an orphan.
+makes the parent-death signal mean "the daemon died" (how it is set without slowing the fork:
+``supervisor.proc.deathsig``). The thread also enters the new pid in the reaper's live table
+under the table lock, so the orphan reaper can never mistake it for an orphan.
 
 Exit is observed through a pidfd (``ProcessChild`` does that), and reaping is its job too, so the
 ``subprocess.Popen`` object is used only to fork and exec: it reports exec failures (a missing
@@ -27,7 +28,7 @@ from typing import Protocol, TypeVar
 import trio
 
 from protocol.errors import LaunchFailed
-from supervisor.proc import prctl
+from supervisor.proc import deathsig
 from supervisor.proc import reaper
 
 _T = TypeVar("_T")
@@ -115,8 +116,7 @@ async def _fork_with_pipes(
     stdin_r, stdin_w = _pipe(fds)
     stdout_r, stdout_w = _pipe(fds)
     stderr_r, stderr_w = _pipe(fds)
-    hook = prctl.parent_death_hook(death_signal) if death_signal is not None else None
-    fork = partial(_fork, list(argv), cwd, dict(env), hook, (stdin_r, stdout_w, stderr_w))
+    fork = partial(_fork, list(argv), cwd, dict(env), death_signal, (stdin_r, stdout_w, stderr_w))
     popen = await _in_spawner_thread(fork)
     for fd in (stdin_r, stdout_w, stderr_w):
         fds.remove(fd)
@@ -134,12 +134,13 @@ def _fork(
     argv: list[str],
     cwd: str | None,
     env: dict[str, str],
-    hook: Callable[[], None] | None,
+    death_signal: signal.Signals | None,
     stdio: tuple[int, int, int],
 ) -> subprocess.Popen[bytes]:
+    command, hook = deathsig.launch(argv, cwd, env, death_signal)
     with reaper._TABLE_LOCK:
         popen = subprocess.Popen(
-            argv,
+            command,
             stdin=stdio[0],
             stdout=stdio[1],
             stderr=stdio[2],

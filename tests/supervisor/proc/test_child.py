@@ -20,7 +20,7 @@ import trio
 import trio.testing
 
 from protocol.errors import ChildExited, FrameTooLarge, LaunchFailed, StorageFailed
-from supervisor.proc import reaper
+from supervisor.proc import deathsig, reaper
 from supervisor.proc.identity import read_marker, same_process, start_token
 from supervisor.proc.spawn import Spawned, spawn
 from supervisor.ledger.store import Ledger, argv_hash
@@ -30,6 +30,17 @@ from tests.fakes.proctools import ROOT, processes, subreaper, wait_dead, wait_no
 
 pytestmark = pytest.mark.usefixtures("subreaper")
 assert subreaper  # the fixture is used by name through pytestmark
+
+
+@pytest.fixture(params=["setpriv", "preexec"])
+def death_mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each way a child gets its parent-death signal (``supervisor.proc.deathsig``): through
+    ``setpriv`` where it is installed, else through a ``preexec_fn``."""
+    if request.param == "preexec":
+        monkeypatch.setattr(deathsig, "_setpriv", lambda: None)
+    elif deathsig._setpriv() is None:
+        pytest.skip("setpriv with --pdeathsig is not installed")
+    return str(request.param)
 
 ALL_GRANDCHILDREN = ["--grandchild", "same", "--grandchild", "setsid", "--grandchild", "orphan"]
 
@@ -245,17 +256,23 @@ async def test_torn_final_frame_is_a_protocol_error() -> None:
         (["/nonexistent/corral-no-such-binary"], None, errno.ENOENT),
         (["sleep", "1"], "/nonexistent-dir", errno.ENOENT),
         (["{tmp}/not-executable"], None, errno.EACCES),
+        (["not-executable"], None, errno.EACCES),  # found on PATH, but not executable
+        (["corral-no-such-binary"], None, errno.ENOENT),
+        (["./not-executable"], "{tmp}", errno.EACCES),  # relative to the child's cwd
+        (["{tmp}"], None, errno.EACCES),  # a directory
     ],
 )
 async def test_launch_failure_is_typed(
-    tmp_path: Path, argv: list[str], cwd: str | None, code: int
+    tmp_path: Path, argv: list[str], cwd: str | None, code: int, death_mechanism: str
 ) -> None:
     (tmp_path / "not-executable").write_text("#!/bin/sh\n")
     (tmp_path / "not-executable").chmod(0o644)
     argv = [a.format(tmp=tmp_path) for a in argv]
+    cwd = None if cwd is None else cwd.format(tmp=tmp_path)
     ledger = Ledger(tmp_path / "state")
+    env = {"PATH": f"{tmp_path}:{os.environ['PATH']}"}
     with trio.fail_after(30), pytest.raises(LaunchFailed) as caught:
-        async with open_child(ProcessSpec(key="missing", argv=argv, cwd=cwd), ledger=ledger):
+        async with open_child(ProcessSpec(key="missing", argv=argv, cwd=cwd, env=env), ledger=ledger):
             pytest.fail("the block must not run")
     assert caught.value.data is not None
     assert caught.value.data["errno"] == code
@@ -304,16 +321,22 @@ async def test_send_after_exit_is_child_exited() -> None:
                 await child.send(b"late\n")
 
 
-async def test_parent_death_signal_is_set_from_the_long_lived_spawner_thread() -> None:
+async def test_parent_death_signal_is_set_from_the_long_lived_spawner_thread(
+    death_mechanism: str,
+) -> None:
     script = (  # PR_GET_PDEATHSIG (2) reads the calling process's parent-death signal
-        "import ctypes; sig = ctypes.c_int(0);"
-        "ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)"
+        "import ctypes, json, os, sys; sig = ctypes.c_int(0);"
+        "ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0);"
+        "print(json.dumps([sig.value, sys.argv[1:], os.getppid()]))"
     )
     with trio.fail_after(30):
-        for death, expected in [("SIGTERM", signal.SIGTERM), (None, 0)]:
-            spec = ProcessSpec(key="pd", argv=[sys.executable, "-c", script], death_signal=death)
+        for death, expected in [("SIGTERM", signal.SIGTERM), ("SIGKILL", signal.SIGKILL), (None, 0)]:
+            spec = ProcessSpec(key="pd", argv=[sys.executable, "-c", script, "a b", "--"],
+                               death_signal=death)
             async with open_child(spec) as child:
-                assert int(await child.receive_frame()) == expected
+                # the signal is set, the argv is the program's own (no trace of setpriv), and
+                # the child is ours
+                assert json.loads(await child.receive_frame()) == [expected, ["a b", "--"], os.getpid()]
 
 
 async def test_orphan_reaper_never_takes_a_live_childs_status() -> None:

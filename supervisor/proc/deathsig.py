@@ -1,0 +1,85 @@
+"""How a forked child gets its parent-death signal without making every fork slow.
+
+``subprocess`` can set ``PR_SET_PDEATHSIG`` only from a ``preexec_fn``, and any ``preexec_fn``
+makes it ``fork`` the whole interpreter and run Python in the child before the exec: 6–9 ms
+per spawn in the daemon, against well under 1 ms for the ``vfork`` it uses otherwise. That cost
+lands on every terminal an ACP agent opens (one per shell tool call) and on every restart.
+util-linux's ``setpriv --pdeathsig`` makes the same request from C and then execs the program,
+for about 0.8 ms of exec. So ``launch`` puts ``setpriv`` in front of the argv when it is there
+and understands ``--pdeathsig`` (util-linux ≥ 2.33); elsewhere the ``preexec_fn`` does it.
+
+**Exec errors.** ``Popen`` reports a missing or non-executable program as ``OSError`` only for
+the program it execs itself. So ``launch`` first looks the program up as the exec would (the
+child's ``PATH``, its ``cwd``) and raises the same ``FileNotFoundError`` or ``PermissionError``;
+a program that vanishes between the look-up and the exec makes ``setpriv`` exit 127 with its
+message on stderr: a crash, not a launch failure.
+
+**One guarantee is weaker.** The hook also kills the child if the daemon died between the fork
+and the ``prctl``; ``setpriv`` cannot check that. The window is one exec (about a millisecond),
+and a child left by it carries the environment marker by which the next boot's ``reconcile``
+finds and kills it.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+
+from supervisor.proc import prctl
+
+__all__ = ["launch"]
+
+
+def launch(argv: Sequence[str], cwd: str | None, env: Mapping[str, str],
+           sig: signal.Signals | None) -> tuple[list[str], Callable[[], None] | None]:
+    """The argv to exec and the ``preexec_fn`` (if any) that give the child ``sig`` when the
+    forking thread dies. Raises ``OSError`` as the exec of ``argv[0]`` would (module docstring).
+    Blocking (it may stat ``PATH``); called in the spawner thread."""
+    if sig is None:
+        return list(argv), None
+    setpriv = _setpriv()
+    if setpriv is None or (cwd is not None and not os.path.isdir(cwd)):
+        return list(argv), prctl.parent_death_hook(sig)  # a bad cwd: Popen's chdir reports it
+    _check_program(argv[0], cwd, env)
+    return [setpriv, f"--pdeathsig={sig.name.removeprefix('SIG')}", "--", *argv], None
+
+
+def _check_program(program: str, cwd: str | None, env: Mapping[str, str]) -> None:
+    """Raise what ``execvpe(program)`` in ``cwd`` with ``env`` would fail with, if it would."""
+    base = cwd if cwd is not None else os.getcwd()
+    if "/" in program:
+        candidates = [os.path.join(base, program)]
+    else:
+        candidates = [os.path.join(base, directory, program)
+                      for directory in os.get_exec_path(dict(env))]
+    denied = False
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            if os.access(candidate, os.X_OK):
+                return
+            denied = True
+        elif "/" in program and os.path.isdir(candidate):
+            denied = True
+    if denied:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """The path of a ``setpriv`` that takes ``--pdeathsig``, or None (then the hook is used)."""
+    if not prctl.SUPPORTED:
+        return None
+    found = shutil.which("setpriv")
+    if found is None:
+        return None
+    try:
+        usage = subprocess.run([found, "--help"], capture_output=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if b"--pdeathsig" in usage else None
