@@ -7,11 +7,14 @@ import os
 from pathlib import Path
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600,
+                 durable: bool = True) -> None:
     """Replace ``path`` with ``data``: temporary file (``mode``), fsync, rename, fsync of the directory.
 
     Blocking (two fsyncs). Raises ``OSError``; the old file is then intact and no temporary
-    file is left behind.
+    file is left behind. ``durable=False`` skips both fsyncs: every process sees the old file or
+    the new one all the same, and a crash of the writing process loses nothing (the kernel
+    keeps the write); only a crash of the machine may, for a file that guards nothing then.
     """
     target = Path(path)
     # A fixed name: one daemon owns the directory and serialises its writes, and a crash
@@ -24,7 +27,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, target)
@@ -32,7 +36,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-    fsync_directory(target.parent)
+    if durable:
+        fsync_directory(target.parent)
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:

@@ -2,9 +2,15 @@
 
 A row is written before a child is handed to its user and removed when the child is reaped, so
 after a daemon crash the file lists exactly the children that may still run; ``reconcile`` kills
-those on the next boot (its rules are in its docstring). Each write replaces the whole file: temp
-file, ``fsync``, ``rename``, ``fsync`` of the directory, so a crash leaves the old or the new file,
-never a torn one. A file that does not decode anyway (a disk error, a hand edit) is set aside as
+those on the next boot (its rules are in its docstring). Each write replaces the whole file
+(temp file, ``rename``), so every reader sees the old file or the new one, never a torn mix.
+
+**No fsync.** The ledger guards against the daemon *process* dying, and a process that dies
+loses none of its writes: the kernel keeps them. A crash of the machine may lose the last ones,
+but it also ends every child the ledger could name (and ``reconcile`` checks each row's start
+token, so a stale row never kills a stranger). Two fsyncs per spawn and per reap would buy
+nothing and cost a millisecond or more on every terminal an agent opens. A file that does not
+decode (a disk error, a hand edit, a machine crash mid-write) is set aside as
 ``ledger.json.corrupt-<time>-<pid>.<n>`` and reported, never trusted and never fatal.
 
 A ``Ledger`` holds the rows of this process's children. Rows it finds in the file that another
@@ -13,8 +19,8 @@ every change, so they survive until ``reconcile`` handles them, and are dropped 
 file no longer holds them (``reconcile`` empties it); ``rows()`` never reports them. This keeps
 the ledger right whichever of the ``Ledger`` and ``reconcile`` comes first on boot.
 
-All file work (reading, creating the directory, writing with its fsyncs: about a millisecond)
-runs in a worker thread, and the constructor does none. Concurrent writers are serialised by a
+All file work (reading, creating the directory, writing: a fraction of a millisecond) runs in
+a worker thread, and the constructor does none. Concurrent writers are serialised by a
 ``trio.Lock`` and coalesced: a writer that finds its change already on disk (written by the
 writer before it) returns at once; a write that failed is retried by the next one.
 """
@@ -188,8 +194,9 @@ def load(path: str) -> tuple[list[LedgerRow], str | None]:
 
 
 def write(path: str, rows: list[LedgerRow]) -> None:
-    """Replace ledger file ``path`` with ``rows``, atomically and durably; or ``StorageFailed``."""
+    """Replace ledger file ``path`` with ``rows``, atomically; or ``StorageFailed``. Not fsynced:
+    see the module docstring."""
     try:
-        atomic_write(path, _encoder.encode(_LedgerFile(rows=rows)))
+        atomic_write(path, _encoder.encode(_LedgerFile(rows=rows)), durable=False)
     except OSError as exc:
         raise StorageFailed(f"cannot write the ledger {path}: {exc.strerror}") from exc

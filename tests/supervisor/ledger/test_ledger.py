@@ -348,3 +348,23 @@ async def test_kill_recorded_reaches_descendants_that_left_the_group(tmp_path: P
             assert await trio.to_thread.run_sync(ledger.kill_recorded) == [child.pid]
             assert await wait_dead([psutil.Process(child.pid), *family], timeout=5) == []
     assert child.status == ExitStatus(reason="killed", signal="SIGKILL")
+
+
+async def test_ledger_writes_are_never_fsynced_and_another_process_reads_them_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger guards against the daemon process dying, which loses no write (module
+    docstring): a spawn must not wait for the disk, and another process sees each row as soon
+    as ``add`` returns."""
+    def no_fsync(fd: int) -> None:
+        raise AssertionError("the ledger fsynced")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    ledger = Ledger(tmp_path)
+    with trio.fail_after(30):
+        async with open_child(ProcessSpec(key="nf", argv=["sleep", "1000"], shutdown=1),
+                              ledger=ledger) as child:
+            seen = subprocess.run(["cat", ledger.path], capture_output=True, check=True).stdout
+            assert [row["pid"] for row in json.loads(seen)["rows"]] == [child.pid]
+    seen = subprocess.run(["cat", ledger.path], capture_output=True, check=True).stdout
+    assert json.loads(seen)["rows"] == []
