@@ -26,8 +26,9 @@ Between messages the loop sleeps at most until the core's ``next_deadline`` and 
 writer. The daemon's ``after_result`` hook (``SessionDeps``) runs after each turn's ``result``
 in a task beside the loop (``actors.session.afterresult``), never in it; the loop appends the
 event it returns. When a close starts (``session.close``, or ``Stop``), the loop first settles
-the run due or in flight (bounded by ``AFTER_RESULT_TIMEOUT``), so its event is logged before the
-close's ``exit``; the close bounds grow by that much for a session with a hook.
+the run due or in flight, and again just before the close's ``exit`` for a ``result`` logged
+during the close (both within one ``AFTER_RESULT_TIMEOUT``), so their events are logged before
+the ``exit``; the close bounds grow by that much for a session with a hook.
 
 **Lifetime.** ``run`` is the start function of a ``temporary`` child of the sessions supervisor.
 It reports ready once the first child generation was heard of, so a new session is already idle
@@ -81,7 +82,7 @@ from actors.session.messages import (
 )
 from actors.session.meta import SessionMeta, write_meta
 from protocol.errors import ActorGone, SessionClosed, StorageFailed
-from protocol.events import Delivery, Event, Result, SessionState
+from protocol.events import Delivery, Event, Exit, Result, SessionState
 from protocol.messages import ClientRequest, Empty, SessionClose, SessionPrompt
 from protocol.models import SessionInfo
 from actors.session.config import SessionsConfig
@@ -290,7 +291,23 @@ class Session:
             call = next(self._call_ids)
             self._calls[call] = msg.reply
             msg = Request(call=call, request=msg.request, by=msg.by)
-        await self._apply(self.core.receive(Tick() if msg is None else msg, trio.current_time()))
+        outputs = self.core.receive(Tick() if msg is None else msg, trio.current_time())
+        if self._after is not None and self.core.finished:
+            await self._apply_ending(self._after, outputs)
+        else:
+            await self._apply(outputs)
+
+    async def _apply_ending(self, after: AfterResults, outputs: list[Output]) -> None:
+        """The outputs that end the session: a ``result`` among them, or one logged since the
+        close began, gets its after-result run (settled, within the close's bound) before the
+        ``exit``."""
+        ending = next((i for i, out in enumerate(outputs)
+                       if isinstance(out, Emit) and isinstance(out.event, Exit)), None)
+        if ending is None:  # ended without an exit of its own (gave up after a crash's exit)
+            await self._apply(outputs)
+            return
+        await self._perform(outputs[:ending])
+        await self._apply([Emit(event) for event in await after.settle()] + outputs[ending:])
 
     async def _perform(self, outputs: list[Output]) -> None:
         await self._apply(outputs)
