@@ -165,6 +165,7 @@ class _VendorArgs(TypedDict):
 
     binary: str | None
     env: dict[str, str]
+    home: str | None
     cache: DetectionCache
 
 
@@ -184,11 +185,13 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
     cache = DetectionCache()  # one for every vendor: harness.list and session.create read it
 
     def vendor(harness: str) -> _VendorArgs:
-        # The binary and env every session of ``harness`` gets (``harness_defaults``): its
-        # detection probes that binary with that env laid over the daemon's, as the sessions do.
+        # The binary, env and home every session of ``harness`` gets (``harness_defaults``):
+        # its detection probes that binary with that env and home laid over the daemon's
+        # environment, as the sessions' children get them.
         options, env = harness_defaults(config, harness)
-        binary = options.get("binary")
-        return _VendorArgs(binary=binary if isinstance(binary, str) else None, env=env, cache=cache)
+        binary, home = options.get("binary"), options.get("home")
+        return _VendorArgs(binary=binary if isinstance(binary, str) else None, env=env,
+                           home=home if isinstance(home, str) else None, cache=cache)
 
     return {
         "fake": FakeDriver(),

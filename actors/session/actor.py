@@ -23,11 +23,9 @@ Between messages the loop sleeps at most until the core's ``next_deadline`` and 
 
 **Events from outside.** ``announce(event)`` puts an event the daemon has about this session (a
 ``workspace`` change) into the inbox; the loop appends it like its own, so the log keeps one
-writer. The daemon's ``after_result`` hook (``SessionDeps``) runs after each turn's ``result``
-in a task beside the loop (``actors.session.afterresult``), never in it; the loop appends the
-event it returns. When a close starts (``session.close``, or ``Stop``), the loop first settles
-the run due or in flight (bounded by ``AFTER_RESULT_TIMEOUT``), so its event is logged before the
-close's ``exit``; the close bounds grow by that much for a session with a hook.
+writer. So it does with the events of the daemon's ``after_result`` hook, run beside the loop
+(``actors.session.afterresult``); the loop settles those runs as a close starts and before the
+close's ``exit``, within one ``AFTER_RESULT_TIMEOUT`` (the close bounds grow by that much).
 
 **Lifetime.** ``run`` is the start function of a ``temporary`` child of the sessions supervisor.
 It reports ready once the first child generation was heard of, so a new session is already idle
@@ -36,22 +34,21 @@ a shielded scope: when the daemon stops the session (cancels ``run``), the loop 
 and the core closes the session as ``session.close`` would (closing, open permissions cancelled,
 the child's goodbye and close sequence, ``exit``, closed), all logged before ``run`` returns. If
 that takes longer than ``close_bound`` (``close_timeout`` plus a margin, plus the after-result
-wait), the child is killed and the end is logged anyway (``Abandoned``). A bug inside the loop is logged as an ``error`` event before the session
-ends ``failed`` (``Abort``); a log that cannot take events ends it ``failed`` without more events
-(``StorageLost``). Either way the daemon and the other sessions go on.
+wait), the child is killed and the end is logged anyway (``Abandoned``). A bug inside the loop
+is logged as an ``error`` event before the session ends ``failed`` (``Abort``); a log that
+cannot take events ends it ``failed`` without more events (``StorageLost``). Either way the
+daemon and the other sessions go on. The loop's inbox messages are in ``actors.session.inbox``,
+what it needs from the daemon in ``actors.session.deps``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 import trio
@@ -60,9 +57,11 @@ from actors.harness import HarnessRequest
 from actors.session.afterresult import AFTER_RESULT_TIMEOUT, AfterResults
 from actors.session.child import KILL_MARGIN, Harness
 from actors.session.core import SessionCore
+from actors.session.deps import Offload, SessionDeps, in_thread
 from actors.session.eventlog import EventLog
 from actors.session.feed import Feed
 from actors.session.framelog import FrameLog
+from actors.session.inbox import AfterResultReady, Announce, Call, LogBroken, Message, Replies
 from actors.session.messages import (
     Abandoned,
     Abort,
@@ -81,43 +80,19 @@ from actors.session.messages import (
 )
 from actors.session.meta import SessionMeta, write_meta
 from protocol.errors import ActorGone, SessionClosed, StorageFailed
-from protocol.events import Delivery, Event, Result, SessionState
+from protocol.events import Delivery, Event, Exit, Result, SessionState
 from protocol.messages import ClientRequest, Empty, SessionClose, SessionPrompt
 from protocol.models import SessionInfo
-from actors.session.config import SessionsConfig
-from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.spec import redact
-from supervisor.tree.mailbox import Mailbox, MailboxFull, Reply
+from supervisor.tree.mailbox import Mailbox, MailboxFull
 
-__all__ = ["AFTER_RESULT_TIMEOUT", "Session", "SessionDeps"]
+__all__ = ["Session"]
 
 log = logging.getLogger("corral.session")
 
 _REQUEST_TIMEOUT = 30.0
 _BATCH = 64
 """Messages the loop takes at most before it publishes (and lets other tasks run)."""
-T = TypeVar("T")
-Offload = Callable[[Callable[[], T]], Awaitable[T]]
-
-
-class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
-    """What a session needs from the daemon: its driver, settings, ledger and directory.
-
-    ``offload`` runs blocking file work (``meta.json`` writes, the log's final close) away from
-    the trio thread, by default in a worker thread; tests run it inline to keep virtual time
-    exact. ``rng`` draws the restart backoff's jitter. ``after_result``, if set, is an async
-    function of the session id run after each turn's ``result`` (off the loop, bounded); the
-    event it returns, if any, is appended to the session's log.
-    """
-
-    driver: Any  # actors.harness.Driver; Any because Protocols are not msgspec types
-    sessions: SessionsConfig
-    children: ChildrenConfig
-    ledger: Any  # supervisor.ledger.store.Ledger
-    directory: Path
-    offload: Any = None
-    rng: Any = None
-    after_result: Any = None  # Callable[[str], Awaitable[Event | None]]
 
 
 class Session:
@@ -133,13 +108,12 @@ class Session:
         self.closed = trio.Event()
         """Set once the session has ended and its log is closed."""
         self._frame_log = frame_log
-        self._offload: Offload[Any] = deps.offload or _in_thread
+        self._offload: Offload[Any] = deps.offload or in_thread
         self._after = (None if deps.after_result is None
                        else AfterResults(deps.after_result, meta.id, self._after_result_ready))
-        self._inbox: Mailbox[_Message] = Mailbox(
+        self._inbox: Mailbox[Message] = Mailbox(
             deps.sessions.inbox_size, name=f"session {meta.id}")
-        self._calls: dict[int, Reply[msgspec.Struct]] = {}
-        self._call_ids = itertools.count(1)
+        self._replies = Replies()
         self._published = log.last_seq
         self.harness = Harness(
             driver=deps.driver, session_id=meta.id, harness=meta.harness, sessions=deps.sessions,
@@ -180,7 +154,7 @@ class Session:
             timeout = self.close_bound - KILL_MARGIN + _REQUEST_TIMEOUT
         try:
             result: msgspec.Struct = await self._inbox.request(
-                lambda reply: _Call(request, by, reply), timeout=timeout)
+                lambda reply: Call(request, by, reply), timeout=timeout)
         except ActorGone:
             if isinstance(request, SessionClose):
                 await self.closed.wait()
@@ -195,7 +169,7 @@ class Session:
 
     async def announce(self, event: Event) -> None:
         """Append ``event`` to the log through the loop (returns once there); else ``ActorGone``."""
-        await self._inbox.request(lambda reply: _Announce(event, reply), timeout=_REQUEST_TIMEOUT)
+        await self._inbox.request(lambda reply: Announce(event, reply), timeout=_REQUEST_TIMEOUT)
 
     async def close(self, by: str) -> None:
         """Run the close sequence and return once the session has ended."""
@@ -242,7 +216,7 @@ class Session:
         async with self._inbox:  # closed on the way out: every request still waiting gets ActorGone
             try:
                 while not self.core.finished:
-                    msg: _Message | None = None
+                    msg: Message | None = None
                     deadline = self.core.next_deadline()
                     with trio.move_on_at(math.inf if deadline is None else deadline):
                         msg = await self._inbox.receive()
@@ -259,7 +233,7 @@ class Session:
             finally:
                 if not started:
                     task_status.started()
-                self._fail_calls(SessionClosed(f"session {self.id} is {self.state}"))
+                self._replies.fail_all(SessionClosed(f"session {self.id} is {self.state}"))
 
     async def _take_ready(self) -> None:
         """Take the messages already waiting (at most ``_BATCH - 1`` more), so that one publish
@@ -273,24 +247,38 @@ class Session:
                 return
             await self._take(msg)
 
-    async def _take(self, msg: _Message | None) -> None:
-        if isinstance(msg, _LogBroken):
+    async def _take(self, msg: Message | None) -> None:
+        if isinstance(msg, LogBroken):
             raise msg.error
-        if isinstance(msg, _Announce):
+        if isinstance(msg, Announce):
             await self._perform([Emit(msg.event)])
             msg.reply.send(Empty())
             return
-        if isinstance(msg, _AfterResult):
+        if isinstance(msg, AfterResultReady):
             if self._after is not None:
                 await self._perform([Emit(event) for event in self._after.take()])
             return
         if self._after is not None and self._starts_close(msg):
             await self._perform([Emit(event) for event in await self._after.settle()])
-        if isinstance(msg, _Call):
-            call = next(self._call_ids)
-            self._calls[call] = msg.reply
-            msg = Request(call=call, request=msg.request, by=msg.by)
-        await self._apply(self.core.receive(Tick() if msg is None else msg, trio.current_time()))
+        if isinstance(msg, Call):
+            msg = Request(call=self._replies.owe(msg.reply), request=msg.request, by=msg.by)
+        outputs = self.core.receive(Tick() if msg is None else msg, trio.current_time())
+        if self._after is not None and self.core.finished:
+            await self._apply_ending(self._after, outputs)
+        else:
+            await self._apply(outputs)
+
+    async def _apply_ending(self, after: AfterResults, outputs: list[Output]) -> None:
+        """The outputs that end the session: a ``result`` among them, or one logged since the
+        close began, gets its after-result run (settled, within the close's bound) before the
+        ``exit``."""
+        ending = next((i for i, out in enumerate(outputs)
+                       if isinstance(out, Emit) and isinstance(out.event, Exit)), None)
+        if ending is None:  # ended without an exit of its own (gave up after a crash's exit)
+            await self._apply(outputs)
+            return
+        await self._perform(outputs[:ending])
+        await self._apply([Emit(event) for event in await after.settle()] + outputs[ending:])
 
     async def _perform(self, outputs: list[Output]) -> None:
         await self._apply(outputs)
@@ -313,11 +301,7 @@ class Session:
                     self.harness.run_work(gen, work_id, job)
                 case Answer(call=call, result=result, error=error):
                     await self._publish()
-                    reply = self._calls.pop(call, None)
-                    if reply is not None and error is not None:
-                        reply.fail(error)
-                    elif reply is not None:
-                        reply.send(result or Empty())
+                    self._replies.pay(call, result, error)
                 case SaveMeta(meta=meta):
                     await self._offload(functools.partial(write_meta, self.deps.directory, meta))
 
@@ -333,7 +317,7 @@ class Session:
             self.feed.appended()
         self.log.sync_soon()
 
-    async def _tell(self, msg: _Message) -> None:
+    async def _tell(self, msg: Message) -> None:
         """Deliver a notice about the child without a schedule point while the inbox has room (a
         frame costs the forwarding task one step, not two); wait for room when it is full."""
         try:
@@ -346,18 +330,18 @@ class Session:
             await self.log.run_flusher()
         except StorageFailed as exc:
             with contextlib.suppress(ActorGone):
-                await self._inbox.send(_LogBroken(exc))
+                await self._inbox.send(LogBroken(exc))
 
-    def _starts_close(self, msg: _Call | Input | None) -> bool:
+    def _starts_close(self, msg: Call | Input | None) -> bool:
         """Whether ``msg`` makes a live session start to close (a second close does not)."""
-        closes = isinstance(msg, Stop) or (isinstance(msg, _Call) and isinstance(msg.request, SessionClose))
+        closes = isinstance(msg, Stop) or (isinstance(msg, Call) and isinstance(msg.request, SessionClose))
         return closes and not self.core.finished and self.core.lifecycle != "closing"
 
     async def _after_result_ready(self) -> None:
         """A run of the after-result hook left an event: wake the loop to append it (``_take``).
         Never waits for the loop itself, which may be settling the runs before a close."""
         with contextlib.suppress(ActorGone):
-            await self._tell(_AfterResult())
+            await self._tell(AfterResultReady())
 
     async def _stop(self, ended: trio.Event) -> None:
         with trio.move_on_after(self.close_bound):
@@ -381,7 +365,7 @@ class Session:
     async def _storage_lost(self, exc: StorageFailed) -> None:
         """The log takes no more events: the session ends failed; the daemon goes on."""
         log.error("session %s stopped: %s", self.id, exc)
-        self._fail_calls(exc)
+        self._replies.fail_all(exc)
         for out in self.core.receive(StorageLost(message=exc.message), trio.current_time()):
             if isinstance(out, SaveMeta):
                 with contextlib.suppress(StorageFailed):
@@ -396,7 +380,7 @@ class Session:
                 await self._storage_lost(exc)
             except Exception:
                 log.exception("session %s could not record its end", self.id)
-        self._fail_calls(SessionClosed(f"session {self.id} is {self.state}"))
+        self._replies.fail_all(SessionClosed(f"session {self.id} is {self.state}"))
         self._inbox.close()
         if self._frame_log is not None:
             self._frame_log.close()
@@ -405,40 +389,3 @@ class Session:
         except StorageFailed as exc:
             log.error("session %s: %s", self.id, exc)
         self.closed.set()
-
-    def _fail_calls(self, error: Exception) -> None:
-        for reply in self._calls.values():
-            reply.fail(error)
-        self._calls.clear()
-
-
-class _Call(msgspec.Struct, frozen=True):
-    """A client request in the session's inbox, with its one-shot reply."""
-
-    request: ClientRequest
-    by: str
-    reply: Reply[msgspec.Struct]
-
-
-class _Announce(msgspec.Struct, frozen=True):
-    """An event from outside the session (``announce``) for its log; ``reply`` once appended."""
-
-    event: Event
-    reply: Reply[msgspec.Struct]
-
-
-class _AfterResult(msgspec.Struct, frozen=True):
-    """A run of the after-result hook left events to append (``AfterResults.take``)."""
-
-
-class _LogBroken(msgspec.Struct, frozen=True):
-    """The log's flusher failed: the loop raises ``error`` (and the session ends failed)."""
-
-    error: StorageFailed
-
-
-_Message = _Call | Input | _LogBroken | _Announce | _AfterResult
-
-
-async def _in_thread(call: Callable[[], T]) -> T:
-    return await trio.to_thread.run_sync(call)

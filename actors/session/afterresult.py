@@ -10,8 +10,13 @@ overruns is logged and costs its event, not the session. The event a run returns
 with the session, and its event (``workspace {changed}``) never logged. So the loop calls
 ``settle`` before the close starts: it waits until no run is due or in flight, at most
 ``AFTER_RESULT_TIMEOUT``, and returns the events waiting to be logged, which the loop appends
-before the close's ``exit``. A run that does not finish in time is skipped with a log line.
-Events of runs that finish after the session ended are dropped (nothing follows ``exit``).
+before the close's ``exit``. A ``result`` that lands during the close (the child ends its turn
+as it leaves, or the close ends a running turn as ``interrupted``) makes a run due too: the loop
+calls ``settle`` again just before it logs the ``exit``. The settles of a session share one
+deadline, ``AFTER_RESULT_TIMEOUT`` after the first (a close waits that long for runs in all,
+which ``Session.close_bound`` counts on); a run that does not finish in time is skipped with a
+log line. Events of runs that finish after the session ended are dropped (nothing follows
+``exit``).
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ class AfterResults:
         self._quiet = trio.Event()  # set while no run is due or in flight; ``settle`` waits on it
         self._quiet.set()
         self._ready: list[Event] = []
+        self._deadline: float | None = None  # of the settles, set by the first (the close's)
+        self._skipped = False  # a settle gave up on a run (said once)
 
     def result(self) -> None:
         """A ``result`` was appended: a run is due (one more, if one is in flight)."""
@@ -64,14 +71,19 @@ class AfterResults:
         return events
 
     async def settle(self) -> list[Event]:
-        """Wait until no run is due or in flight, at most ``AFTER_RESULT_TIMEOUT``, and return
-        the events to log (``take``). On the deadline the runs still going are skipped (logged);
+        """Wait until no run is due or in flight and return the events to log (``take``); at
+        most until ``AFTER_RESULT_TIMEOUT`` after the first settle (every settle of a close
+        shares that deadline). On the deadline the runs still going are skipped (logged once);
         their events, if they come later, follow through ``wake`` while the session lives."""
-        with trio.move_on_after(AFTER_RESULT_TIMEOUT) as scope:
-            await self._quiet.wait()
-        if scope.cancelled_caught:
-            log.warning("session %s: closing without the after-result run still going (over %g s)",
-                        self._session_id, AFTER_RESULT_TIMEOUT)
+        if self._deadline is None:
+            self._deadline = trio.current_time() + AFTER_RESULT_TIMEOUT
+        if not self._quiet.is_set():
+            with trio.move_on_at(self._deadline) as scope:
+                await self._quiet.wait()
+            if scope.cancelled_caught and not self._skipped:
+                self._skipped = True
+                log.warning("session %s: closing without the after-result run still going (over %g s)",
+                            self._session_id, AFTER_RESULT_TIMEOUT)
         return self.take()
 
     async def run(self) -> None:

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import trio
 
 from actors.harness import Driver, HarnessRequest, Launch, Worker
-from actors.session.core import describe_exit
+from actors.session.ending import describe_exit
 from actors.session.framelog import FrameLog
 from actors.session.messages import (
     ChildBroken,

@@ -56,17 +56,18 @@ yields one ``user`` event when it reaches the harness.
 **Permissions.** The policy answers what it can (``by: "policy"``); the rest wait for the first
 client, the permission timeout (``timeout``, sent to the harness as ``deny``), or the end of the
 turn, child or session (``cancelled``). Bookkeeping: ``actors.session.approvals``.
+
+**Layout.** ``SessionCore`` is built in three layers, one module each: ``corestate``
+(``CoreState``: the state, what can be read of it, and the steps every decision is made of),
+``ending`` (``Endings``: close, abandon, abort, storage lost) and this one (the inputs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final, Literal
-
 import msgspec
 
-from actors.harness import Driver, HarnessRequest, Send, Translator, Work, WorkOutput
-from actors.session.approvals import Approvals
+from actors.harness import Translator
+from actors.session.ending import Endings, describe_exit, exit_event
 from actors.session.messages import (
     Abandoned,
     Abort,
@@ -77,28 +78,20 @@ from actors.session.messages import (
     ChildSpawned,
     ChildSpawnFailed,
     CloseChild,
-    Emit,
     GaveUp,
     Input,
     Output,
     Request,
-    RunWork,
-    SaveMeta,
     Stop,
     StorageLost,
     Tick,
     WorkDone,
-    Write,
 )
-from actors.session.meta import SessionMeta
-from actors.session.policy import Policy
-from actors.session.prompts import PromptQueue
-from actors.session.tracker import Tracker
 from protocol import events as ev
 from protocol.errors import (
     BadRequest, CorralError, ProtocolError, SessionBusy, SessionClosed, Unsupported,
 )
-from protocol.events import Decision, Delivery, SessionState
+from protocol.events import Delivery
 from protocol.messages import (
     Empty,
     PromptResult,
@@ -109,86 +102,17 @@ from protocol.messages import (
     SessionPrompt,
     SessionSetModel,
 )
-from protocol.models import SessionInfo
-from actors.session.config import SessionsConfig
 from supervisor.proc.spec import ExitStatus
 
-__all__ = ["SessionCore", "describe_exit"]
-
-Lifecycle = Literal["starting", "restarting", "closing", "closed", "failed"]
-_FINAL: Final = ("closed", "failed")
+__all__ = ["SessionCore"]
 
 
-class SessionCore:
-    """One session's state and decisions; feed it with ``receive`` (see the module docstring)."""
+class SessionCore(Endings):
+    """One session's state and decisions; feed it with ``receive`` (see the module docstring).
 
-    def __init__(self, meta: SessionMeta, request: HarnessRequest, driver: Driver,
-                 settings: SessionsConfig, *, now: float, resumed: bool = False) -> None:
-        self.meta = meta
-        self.request = request
-        self.driver = driver
-        self.settings = settings
-        self.approvals = Approvals(Policy(request.permissions), settings.permission_timeout)
-        self.tracker = Tracker(stall_threshold=settings.stall_threshold, now=now)
-        self.prompts = PromptQueue()
-        self.lifecycle: Lifecycle | None = "starting"
-        self.restarts = meta.restarts
-        self.pid: int | None = None
-        self.settled = False
-        """Whether the first child generation was heard of (spawned, or failed to be)."""
-        self._gen = 0
-        self._translator: Translator | None = None
-        # A resumed session's first generation is announced as ``restarted {reason: "resumed"}``.
-        self._restart_due = resumed
-        self._last_crash = "resumed" if resumed else "unknown"
-        self._broken: str | None = None
-        self._turn_started_at: float | None = None
-        self._closers: list[int] = []
-        self._closed_reason = "closed"
-        self._announced: SessionState | None = None
-        self._now = now
-        self._out: list[Output] = []
-
-    # --- reading ------------------------------------------------------------------------
-
-    @property
-    def state(self) -> SessionState:
-        """The state clients see: the lifecycle, else the tracker's activity."""
-        state = self.lifecycle or self.tracker.state
-        return state  # type: ignore[return-value]
-
-    @property
-    def finished(self) -> bool:
-        """Whether the session ended (``closed`` or ``failed``): nothing more will happen."""
-        return self.lifecycle in _FINAL
-
-    @property
-    def generation(self) -> int:
-        """The generation of the child the core listens to (0 before the first)."""
-        return self._gen
-
-    def child_request(self) -> HarnessRequest:
-        """What the next child generation is launched from: the request with today's model and
-        the vendor session to resume (once the harness has named one)."""
-        return msgspec.structs.replace(self.request, resume=self.meta.vendor_session_id or self.request.resume)
-
-    def next_deadline(self) -> float | None:
-        """When the core wants a ``Tick``: a permission timeout or the stall threshold."""
-        if self.finished:
-            return None
-        deadlines = [self.approvals.next_deadline()]
-        if not self.tracker.stalled:
-            deadlines.append(self.tracker.stall_deadline())
-        return min((d for d in deadlines if d is not None), default=None)
-
-    def info(self, last_seq: int) -> SessionInfo:
-        """A snapshot for ``session.get``/``session.list``."""
-        meta = self.meta
-        return SessionInfo(
-            id=meta.id, name=meta.name, harness=meta.harness, cwd=meta.cwd, model=meta.model,
-            state=self.state, created_at=meta.created_at, last_seq=last_seq,
-            restarts=self.restarts, pid=self.pid, vendor_session_id=meta.vendor_session_id,
-        )
+    Built on ``Endings`` (``actors.session.ending``) and ``CoreState``
+    (``actors.session.corestate``); this layer takes the inputs.
+    """
 
     # --- the one entry point -----------------------------------------------------------
 
@@ -331,19 +255,6 @@ class SessionCore:
         except CorralError:
             self.prompts.put_back(text)
 
-    def _decide(self, permission_id: str, decision: Literal["allow", "deny", "allow_always", "timeout"],
-                by: str) -> None:
-        self.approvals.settle(permission_id)
-        self._emit(ev.PermissionDecided(permission_id=permission_id, decision=decision, by=by))
-        if self._translator is not None:
-            wire: Decision = "deny" if decision == "timeout" else decision
-            self._outputs(self._translator.decide(permission_id, wire, self._now))
-
-    def _cancel_permissions(self) -> None:
-        for pid in self.approvals.open_ids():
-            self.approvals.settle(pid)
-            self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"))
-
     # --- the child ----------------------------------------------------------------------
 
     def _is_current(self, gen: int) -> bool:
@@ -404,20 +315,13 @@ class SessionCore:
                                 message=f"the harness child ended during the turn ({reason})"))
             self._emit(self._complete(ev.Result(stop_reason="error", is_error=True)))
         self._child_gone()
-        self._emit(_exit(status, "crashed"))
+        self._emit(exit_event(status, "crashed"))
         self._crashed(reason)
 
     def _crashed(self, reason: str) -> None:
         self._restart_due = True
         self._last_crash = reason
         self._set_lifecycle("restarting")
-
-    def _child_gone(self) -> None:
-        self._translator = None
-        self.pid = None
-        self._broken = None
-        self._turn_started_at = None
-        self.tracker.reset(self._now)
 
     def _on_gave_up(self) -> None:
         if self.finished or self.lifecycle == "closing":
@@ -428,165 +332,3 @@ class SessionCore:
                                     f"in {settings.restart_period:g} s (last: {self._last_crash})"))
         self._report_lost("the session failed")
         self._end("failed", "failed")
-
-    # --- the end ------------------------------------------------------------------------
-
-    def _begin_close(self, reason: str) -> None:
-        self._closed_reason = reason
-        self._set_lifecycle("closing")
-        self._cancel_permissions()
-        translator = self._translator
-        if translator is None:
-            self._finish_close(None)
-            return
-        goodbye: list[bytes] = []
-        for out in translator.goodbye(self._now):
-            if isinstance(out, Send):
-                goodbye.append(out.data)
-            elif not isinstance(out, Work):  # no job starts in a close
-                self._on_event(out)
-        self._out.append(CloseChild(gen=self._gen, goodbye=tuple(goodbye)))
-
-    def _finish_close(self, status: ExitStatus | None) -> None:
-        self._cancel_permissions()
-        if self.tracker.turn_running:
-            self._emit(self._complete(ev.Result(stop_reason="interrupted")))
-        self._report_lost("the daemon stopped" if self._closed_reason == "daemon_stopped"
-                          else "the session was closed")
-        self._child_gone()
-        self._emit(_exit(status, "closed"))
-        self._end("closed", self._closed_reason)
-
-    def _on_abandoned(self) -> None:
-        if self.finished:
-            return
-        if self.lifecycle != "closing":
-            self._closed_reason = "daemon_stopped"
-            self._set_lifecycle("closing")
-        self._finish_close(None)
-
-    def _on_abort(self, code: str, message: str) -> None:
-        if self.finished:
-            return
-        self._emit(ev.Error(error_class="unknown", code=code, message=message))
-        self._cancel_permissions()
-        if self.tracker.turn_running:
-            self._emit(self._complete(ev.Result(stop_reason="error", is_error=True)))
-        self._report_lost("the session failed")
-        if self._translator is not None:
-            self._child_gone()
-            self._emit(ev.Exit(reason="killed"))
-        self._end("failed", "internal_error")
-
-    def _on_storage_lost(self) -> None:
-        if self.finished:
-            return
-        self.lifecycle = "failed"  # announced nowhere: the log takes no more events
-        self._child_gone()
-        self.meta = msgspec.structs.replace(self.meta, state="failed", closed_reason="storage_failed")
-        self._out.append(SaveMeta(self.meta))
-
-    def _report_lost(self, why: str) -> None:
-        lost = self.prompts.lost(why)
-        if lost is not None:
-            self._emit(lost)
-
-    def _end(self, lifecycle: Literal["closed", "failed"], closed_reason: str) -> None:
-        self._set_lifecycle(lifecycle)
-        self._save_meta(closed_reason=closed_reason)
-        for call in self._closers:
-            self._out.append(Answer(call=call, result=Empty()))
-        self._closers.clear()
-
-    # --- harness output ------------------------------------------------------------------
-
-    def _outputs(self, outputs: Sequence[WorkOutput]) -> None:
-        """A translator's outputs: frames and jobs for its own generation, events into the session."""
-        for out in outputs:
-            if isinstance(out, Send):
-                self._out.append(Write(gen=self._gen, data=out.data))
-            elif isinstance(out, Work):
-                self._out.append(RunWork(gen=self._gen, id=out.id, job=out.job))
-            else:
-                self._on_event(out)
-
-    def _on_event(self, event: ev.Event) -> None:
-        match event:
-            case ev.Permission(permission_id=pid):
-                self._emit(event)
-                if self.lifecycle == "closing":
-                    self.approvals.settle(pid)
-                    self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"))
-                    return
-                decision = self.approvals.open(event, self._now)
-                if decision is not None:
-                    self._decide(pid, decision, "policy")
-            case ev.Result():
-                self._cancel_permissions()
-                self._emit(self._complete(event))
-                self._turn_started_at = None
-            case ev.PermissionDecided(permission_id=pid):
-                # The harness withdrew an open request itself: reported once; repeats and
-                # requests the session already decided are dropped.
-                if self.approvals.settle(pid):
-                    self._emit(event)
-            case ev.Init(vendor_session_id=vid, model=model):
-                self._emit(event)
-                changes: dict[str, Any] = {}
-                if vid and vid != self.meta.vendor_session_id:
-                    changes["vendor_session_id"] = vid
-                if model and self.meta.model is None:
-                    changes["model"] = model  # the harness's default, as it reported it
-                if changes:
-                    self._save_meta(**changes)
-            case _:
-                self._emit(event)
-
-    def _complete(self, result: ev.Result) -> ev.Result:
-        """``result`` with the turn's duration measured here when the harness gave none."""
-        if result.duration_ms is None and self._turn_started_at is not None:
-            return msgspec.structs.replace(
-                result, duration_ms=round((self._now - self._turn_started_at) * 1000))
-        return result
-
-    # --- events, state, timers -------------------------------------------------------------
-
-    def _emit(self, event: ev.Event) -> None:
-        self._out.append(Emit(event))
-        if not isinstance(event, ev.Status):  # our own status reports are not harness activity
-            self.tracker.observe(event, self._now)
-        self._announce()
-
-    def _announce(self) -> None:
-        state = self.state
-        if state != self._announced:
-            self._announced = state
-            self._out.append(Emit(ev.Status(state=state, stalled=self.tracker.stalled)))
-
-    def _set_lifecycle(self, lifecycle: Lifecycle | None) -> None:
-        self.lifecycle = lifecycle
-        self._announce()
-
-    def _save_meta(self, **changes: Any) -> None:
-        self.meta = msgspec.structs.replace(self.meta, state=self.state, **changes)
-        self._out.append(SaveMeta(self.meta))
-
-    def _check_timers(self) -> None:
-        for pid in self.approvals.expired(self._now):
-            self._decide(pid, "timeout", "session")
-        changed = self.tracker.check_stall(self._now)
-        if changed is not None:
-            self._emit(ev.Status(state=self.state, stalled=changed))
-
-
-def describe_exit(status: ExitStatus) -> str:
-    """How a child ended, for messages: ``killed by SIGKILL`` or ``exited with status 3``."""
-    if status.signal:
-        return f"killed by {status.signal}"
-    return f"exited with status {status.exit_code}"
-
-
-def _exit(status: ExitStatus | None, reason: Literal["crashed", "closed"]) -> ev.Exit:
-    if status is None:
-        return ev.Exit(reason=reason)
-    return ev.Exit(exit_code=status.exit_code, signal=status.signal, reason=reason)

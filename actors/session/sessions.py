@@ -26,7 +26,8 @@ import msgspec
 import trio
 
 from actors.harness import Driver, HarnessRequest
-from actors.session.actor import Session, SessionDeps
+from actors.session.actor import Session
+from actors.session.deps import SessionDeps
 from actors.session.child import KILL_MARGIN
 from actors.session.ended import ClosedSession, close_after_crash
 from actors.session.eventlog import EventLog

@@ -11,8 +11,11 @@ the login state). What is the same for all of them lives here:
   one key share one probe. ``actors.app`` builds one and gives it to every vendor driver, so
   ``harness.list`` and the availability check of ``session.create`` read the same verdicts.
 * ``Detector``: what a driver holds: its probe, binary, env keys and the cache; the probe sees
-  the daemon's environment with the harness's configured env (``[harness.<name>] env``) laid
-  over it by ``child_env``, exactly as the harness's session children get it, and the key
+  the daemon's environment with the env every child of the harness gets from the vendor and the
+  configuration (``actors.vendors.options.configured_env``: the vendor's fixed variables, such
+  as an ACP profile's, ``[harness.<name>] env``, and ``[harness.<name>] home`` in the vendor's
+  home variables) laid over it by ``child_env``, exactly as the harness's session children
+  get it, and the key
   covers every configured variable (a change of the configuration is a new verdict); ``detect()`` is
   the cached verdict, its models filled in from a live session when the CLI listed none
   (an ACP agent that needs a login to open a session outside one, an OpenCode whose
@@ -161,7 +164,7 @@ class Detector:
     """One harness's detection through a ``DetectionCache`` (a private one if none is given).
 
     The probe sees the daemon's environment, read at each call, with ``overlay`` (the
-    harness's ``[harness.<name>] env``) laid over it as on the harness's session children
+    harness's ``configured_env``: its fixed env, ``[harness.<name>] env`` and ``home``) laid over it as on the harness's session children
     (``child_env``); or, if ``env`` is given (tests), exactly ``env``. ``env_keys`` are the
     variables, beside ``PATH`` and those of ``overlay``, that change the verdict.
     """

@@ -10,7 +10,9 @@ ignored (they may be the session's: ``log_path``, ``instructions``). A wrong typ
 
 The child's environment is built the same way everywhere: the vendor's fixed variables, then the
 session's ``env`` (keys and base URLs), then ``options.home`` in the vendor's home variables
-(``home_env``): an explicit home wins over an inherited variable.
+(``home_env``): an explicit home wins over an inherited variable. ``configured_env`` is that env
+for what the configuration alone gives (``[harness.<name>] env`` and ``home``): a driver's
+detection lays it over the daemon's environment, so its probes run the CLI as a session would.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import msgspec
 from actors.harness import HarnessRequest
 from protocol.errors import BadRequest
 
-__all__ = ["VendorOptions", "home_env", "vendor_options"]
+__all__ = ["VendorOptions", "configured_env", "home_env", "vendor_options"]
 
 
 class VendorOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,3 +58,11 @@ def home_env(home: str | None, variables: Mapping[str, str]) -> dict[str, str]:
     if not home:
         return {}
     return {name: os.path.join(home, sub) if sub else home for name, sub in variables.items()}
+
+
+def configured_env(fixed: Mapping[str, str], env: Mapping[str, str] | None, home: str | None,
+                   home_variables: Mapping[str, str]) -> dict[str, str]:
+    """The env overrides every child of a harness gets before any session adds its own: the
+    vendor's ``fixed`` variables, then the configured ``env``, then the configured ``home`` in
+    ``home_variables`` (the order of every launch builder). Detection probes with it."""
+    return {**fixed, **(env or {}), **home_env(home, home_variables)}

@@ -10,29 +10,19 @@ another task, and a consumer that stops taking frames stops the pipe, and so the
 the block; if the ledger row could not be written (or the entry was cancelled), the child is
 never handed over and the close sequence runs as a brutal kill.
 
-Theory of operation: the close sequence. It starts once, from whichever comes first: ``close()``
-(or leaving the block), the leader exiting on its own, a framing error, and everyone else waits
-for it. With ``shutdown`` seconds granted:
-
-1. goodbye (only if asked to close politely): the caller's async ``goodbye(child)`` if any, then
-   close stdin; wait for the leader to exit, up to half of ``shutdown``;
-2. SIGTERM to the process group and to every family member known so far (see step 3); wait
-   until the leader and all of them are gone, up to ``shutdown`` in all;
-3. SIGKILL to the group and to every family member (``supervisor.proc.killing.Family``: descendants
-   found by a psutil walk taken *before* the kill, group members, marked strays); wait for the
-   leader (the kernel cannot refuse SIGKILL) and the family; then survey again and repeat while
-   a survey finds someone new (a descendant forked, or orphaned, while the family died);
-4. reap the leader and drop the ledger row.
-
-The leader is reaped only at the end, so its pid, which is the group id, cannot be reused while
-we still signal the group. ``wait()`` returns after step 4, so a supervisor that restarts a child
-never overlaps the old one. ``shutdown=0`` is OTP's brutal kill: straight to step 3. The exit
-status is read (``waitid(WNOWAIT)``) when the leader exits, before it is reaped.
+The close sequence starts once, from whichever comes first: ``close()`` (or leaving the block),
+the leader exiting on its own, a framing error, and everyone else waits for it: goodbye, SIGTERM
+and SIGKILL to the group and the whole family (``supervisor.proc.closing``, which holds its
+theory of operation), then the leader is reaped and its ledger row dropped. ``wait()`` returns
+after that, so a supervisor that restarts a child never overlaps the old one. ``shutdown=0`` is
+OTP's brutal kill. The exit status is read (``waitid(WNOWAIT)``) when the leader exits, before
+it is reaped.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import logging
 import os
@@ -55,15 +45,8 @@ from supervisor.proc.pipes import (
     write_all,
 )
 from supervisor.proc.identity import marker_env, start_token
-from supervisor.proc.killing import (
-    Family,
-    forget_signalled,
-    is_alive,
-    signal_all,
-    signal_group,
-    wait_gone,
-    was_signalled,
-)
+from supervisor.proc.closing import terminate
+from supervisor.proc.killing import forget_signalled, signal_group, was_signalled
 from supervisor.proc.spawn import Spawned, Spawner, spawn
 from supervisor.ledger.store import Ledger, LedgerRow, argv_hash
 from supervisor.proc.spec import ExitReason as ExitReason
@@ -84,7 +67,6 @@ Goodbye = Callable[["ProcessChild"], Awaitable[None]]
 
 logger = logging.getLogger("corral.child")
 
-_KILL_REAP_WAIT = 2.0  # seconds to wait for SIGKILLed family members before leaving them
 _SEQUENCE = itertools.count(1)
 
 
@@ -318,61 +300,11 @@ class ProcessChild:
     async def _close_sequence(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
         with trio.CancelScope(shield=True):
             try:
-                await self._terminate(goodbye, polite, shutdown)
+                await terminate(self.pid, self.pgid, self.ledger_key, self._exited,
+                                functools.partial(self._say_goodbye, goodbye), polite=polite,
+                                shutdown=shutdown)
             finally:
                 await self._finish()
-
-    async def _terminate(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
-        start = trio.current_time()
-        family = Family(self.pid, self.pgid, self.ledger_key)
-        lively = await self._survey(family)
-        if polite and shutdown > 0 and not self._exited.is_set():
-            with trio.move_on_at(start + shutdown / 2):
-                await self._say_goodbye(goodbye)
-                await self._exited.wait()
-            lively = await self._survey(family)
-        if shutdown > 0:
-            signal_group(self.pgid, signal.SIGTERM)
-            signal_all(family.members, signal.SIGTERM)  # those that left the group, too
-            with trio.move_on_at(start + shutdown):
-                await self._exited.wait()
-            await wait_gone(family.members, start + shutdown)
-            lively = await self._survey(family)
-        await self._kill(family, lively)
-
-    async def _kill(self, family: Family, lively: bool) -> None:
-        """SIGKILL the group and the family until a survey after their death finds no one new.
-
-        ``lively``: whether anyone who could fork was alive at the last survey; if not, nobody
-        can have joined the family since. Once the leader is dead nobody new can join but
-        through a fork already under way (or an orphan re-parented to us as its parent died),
-        so this ends within a few rounds; it is bounded by ``_KILL_REAP_WAIT`` in any case.
-        """
-        deadline = trio.current_time() + _KILL_REAP_WAIT
-        while True:
-            signal_group(self.pgid, signal.SIGKILL)  # the zombie leader still pins the group id
-            signal_all(family.members, signal.SIGKILL)
-            await self._exited.wait()
-            await wait_gone(family.members, deadline)
-            if not lively or trio.current_time() >= deadline:
-                return
-            known = len(family.members)
-            lively = await self._survey(family)
-            if len(family.members) == known:
-                return
-
-    async def _survey(self, family: Family) -> bool:
-        """Survey the family; whether the leader or any member was alive (so could fork).
-
-        A survey reads /proc for every process: it runs in a worker thread.
-        """
-        leader_alive = not self._exited.is_set()
-
-        def survey() -> bool:
-            family.survey(leader_alive=leader_alive)
-            return leader_alive or any(is_alive(proc) for proc in family.members)
-
-        return await trio.to_thread.run_sync(survey)
 
     async def _say_goodbye(self, goodbye: Goodbye | None) -> None:
         if goodbye is not None:

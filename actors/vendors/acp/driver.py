@@ -21,7 +21,7 @@ from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
 from actors.vendors.detection import DetectionCache, Detector
-from actors.vendors.options import vendor_options
+from actors.vendors.options import configured_env, vendor_options
 
 from .detect import ENV_KEYS, FEATURES, probe
 from .launch import AcpOptions, build_launch, minute_wait
@@ -38,14 +38,16 @@ class AcpDriver:
     features: Features = FEATURES
 
     def __init__(self, profile: Profile, *, binary: str | None = None,
-                 env: Mapping[str, str] | None = None, cache: DetectionCache | None = None,
+                 env: Mapping[str, str] | None = None, home: str | None = None,
+                 cache: DetectionCache | None = None,
                  detector: Detector | None = None, client_name: str = "corral",
                  clock: Callable[[], float] = time.time) -> None:
         self.name = profile.name
         self.profile = profile
         self._binary = binary
         self.detector = detector if detector is not None else Detector(
-            profile.name, functools.partial(probe, profile), binary=binary, overlay=env,
+            profile.name, functools.partial(probe, profile), binary=binary,
+            overlay=configured_env(profile.env, env, home, profile.home_env),
             env_keys=ENV_KEYS, cache=cache,
             models_probe=functools.partial(probe, profile, with_models=True))
         self._client_name = client_name

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.harness import HarnessRequest, Launch
-from actors.vendors.options import VendorOptions, home_env, vendor_options
+from actors.vendors.options import VendorOptions, configured_env, vendor_options
 from protocol.errors import BadRequest
 from protocol.models import McpServer
 
@@ -49,7 +49,7 @@ def build_launch(request: HarnessRequest, profile: Profile, *, default_binary: s
     if wait > 0:
         argv = ["/bin/sh", "-c", 'sleep "$0" && exec "$@"', f"{wait:.1f}", *argv]
     mode_env = profile.mode_env.get(request.permissions.mode, {})
-    env = {**profile.env, **mode_env, **request.env, **home_env(options.home, profile.home_env)}
+    env = configured_env({**profile.env, **mode_env}, request.env, options.home, profile.home_env)
     mcp_servers(request.mcp_servers)  # refuse a bad server list before the spawn
     return Launch(argv=argv, env=env, cwd=request.cwd)
 

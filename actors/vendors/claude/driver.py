@@ -9,7 +9,8 @@ import msgspec
 from actors.harness import HarnessRequest, Launch
 from actors.vendors.claude.detect import ENV_KEYS, FEATURES, HARNESS, probe
 from actors.vendors.detection import DetectionCache, Detector
-from actors.vendors.claude.launch import build_launch, claude_options
+from actors.vendors.claude.launch import FIXED_ENV, HOME_ENV, build_launch, claude_options
+from actors.vendors.options import configured_env
 from actors.vendors.claude.translate import ClaudeTranslator
 from protocol.models import Detection, Features
 
@@ -20,7 +21,8 @@ class ClaudeDriver:
     """Launch builder, translator factory and cached detection for Claude Code.
 
     ``binary`` is what detection probes (sessions pick theirs with ``options.binary``), ``env``
-    the configured ``[harness.claude] env`` that detection sees as sessions do;
+    and ``home`` the configured ``[harness.claude] env`` and ``home`` that detection sees as
+    sessions do;
     ``cache`` is the daemon's detection cache (a private one if none); ``new_uuid`` pins the
     uuids of user lines (tests).
 
@@ -35,10 +37,11 @@ class ClaudeDriver:
     features: Features = FEATURES
 
     def __init__(self, *, binary: str | None = None, env: Mapping[str, str] | None = None,
-                 cache: DetectionCache | None = None,
+                 home: str | None = None, cache: DetectionCache | None = None,
                  new_uuid: Callable[[], str] | None = None) -> None:
-        self.detector = Detector(HARNESS, probe, binary=binary, overlay=env, env_keys=ENV_KEYS,
-                                 cache=cache)
+        self.detector = Detector(HARNESS, probe, binary=binary,
+                                 overlay=configured_env(FIXED_ENV, env, home, HOME_ENV),
+                                 env_keys=ENV_KEYS, cache=cache)
         self._new_uuid = new_uuid
         self._missing: set[tuple[str, str]] = set()
 

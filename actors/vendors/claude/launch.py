@@ -38,12 +38,14 @@ import os
 from typing import Any
 
 from actors.harness import HarnessRequest, Launch
-from actors.vendors.options import VendorOptions, home_env, vendor_options
+from actors.vendors.options import VendorOptions, configured_env, vendor_options
 from protocol.errors import BadRequest
 from protocol.models import McpServer, PermissionMode
 
 __all__ = [
     "BASE_ARGS",
+    "FIXED_ENV",
+    "HOME_ENV",
     "MCP_CONFIG_FILE",
     "ClaudeOptions",
     "build_launch",
@@ -62,6 +64,13 @@ BASE_ARGS: tuple[str, ...] = (
     "--permission-prompt-tool", "stdio",
 )
 """The arguments every Claude child gets, in this order, right after the binary."""
+
+FIXED_ENV = {"CLAUDECODE": ""}
+"""Env every Claude child gets: an inherited ``CLAUDECODE`` makes the child believe it runs
+inside another Claude Code."""
+
+HOME_ENV = {"CLAUDE_CONFIG_DIR": ""}
+"""Where ``options.home`` goes (``home_env``): Claude's config directory is the home itself."""
 
 MCP_CONFIG_FILE = "claude-mcp.json"
 """The file name, inside ``request.work_dir``, that carries the MCP servers."""
@@ -135,6 +144,5 @@ def build_launch(request: HarnessRequest) -> Launch:
     if strict:
         argv.append("--strict-mcp-config")
     argv += options.extra_args
-    # An inherited CLAUDECODE makes the child believe it runs inside another Claude Code.
-    env = {"CLAUDECODE": "", **request.env, **home_env(options.home, {"CLAUDE_CONFIG_DIR": ""})}
+    env = configured_env(FIXED_ENV, request.env, options.home, HOME_ENV)
     return Launch(argv=argv, env=env, cwd=request.cwd, files=files)

@@ -1,8 +1,9 @@
 """The Codex harness: ``codex app-server`` driven over JSON-RPC (NDJSON on stdio).
 
 ``launch`` builds the argv/env, ``translate`` is the sans-IO protocol core over ``jsonrpc``
-envelopes and ``messages`` Structs; ``params`` (policy mapping), ``approvals``, ``items`` and
-``accounting`` map requests, thread items and usage onto the event model; ``errors`` classifies
+envelopes and ``messages`` Structs; ``params`` (policy mapping), ``approvals``, ``items`` (with
+``stream``: deltas and tool phases) and ``accounting`` map requests, thread items and usage onto
+the event model; ``errors`` classifies
 failures into stable codes; ``detect`` finds the binary; ``driver`` ties them together.
 """
 

@@ -14,10 +14,10 @@ from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
 from actors.vendors.detection import DetectionCache, Detector
-from actors.vendors.options import VendorOptions, vendor_options
+from actors.vendors.options import VendorOptions, configured_env, vendor_options
 
 from .detect import ENV_KEYS, FEATURES, HARNESS, probe
-from .launch import DEFAULT_BINARY, build_launch
+from .launch import DEFAULT_BINARY, HOME_ENV, build_launch
 from .translate import CodexTranslator
 
 
@@ -28,11 +28,13 @@ class CodexDriver:
     features: Features = FEATURES
 
     def __init__(self, *, binary: str | None = None, env: Mapping[str, str] | None = None,
-                 cache: DetectionCache | None = None, detector: Detector | None = None,
+                 home: str | None = None, cache: DetectionCache | None = None,
+                 detector: Detector | None = None,
                  client_name: str = "corral") -> None:
         self._binary = binary
         self._detector = detector if detector is not None else Detector(
-            HARNESS, probe, binary=binary, overlay=env, env_keys=ENV_KEYS, cache=cache)
+            HARNESS, probe, binary=binary, overlay=configured_env({}, env, home, HOME_ENV),
+            env_keys=ENV_KEYS, cache=cache)
         self._client_name = client_name
         self._client_version = _version()
 

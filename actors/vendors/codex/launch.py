@@ -32,6 +32,9 @@ from protocol.models import McpServer
 DEFAULT_BINARY = "codex"
 """The executable looked up on ``PATH`` when neither the request nor detection names one."""
 
+HOME_ENV = {"CODEX_HOME": ""}
+"""Where ``options.home`` goes (``home_env``): ``CODEX_HOME`` is the home itself."""
+
 
 def build_launch(request: HarnessRequest, *, default_binary: str = DEFAULT_BINARY) -> Launch:
     """The argv, env overrides and cwd that start ``codex app-server`` for ``request``."""
@@ -42,7 +45,7 @@ def build_launch(request: HarnessRequest, *, default_binary: str = DEFAULT_BINAR
     argv += mcp_args(request.mcp_servers)
     argv += options.extra_args
     env = _merge_env(mcp_env(request.mcp_servers), request.env, "env")
-    env.update(home_env(options.home, {"CODEX_HOME": ""}))
+    env.update(home_env(options.home, HOME_ENV))
     return Launch(argv=argv, env=env, cwd=request.cwd)
 
 

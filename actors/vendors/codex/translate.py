@@ -38,7 +38,8 @@ events (a failed ``turn/start`` also ends the turn with an error ``result``; a f
 falls back to a new thread; a steer that lost the race with the end of its turn starts a new
 turn instead).
 
-The request params live in ``params`` (policy mapping), the turn accounting in ``accounting``.
+The request params live in ``params`` (policy mapping), the turn accounting in ``accounting``,
+the items of the thread (deltas, whole texts, tool phases) in ``stream``.
 """
 
 from __future__ import annotations
@@ -52,9 +53,7 @@ import msgspec
 
 from actors.harness import HarnessRequest, Output, Send
 from protocol.errors import ProtocolError, SessionBusy, UnknownPermission
-from protocol.events import (
-    Assistant, Decision, Error, Init, Limits, PermissionDecided, Result, Thought, Tool, UsageReport,
-)
+from protocol.events import Decision, Error, Init, Limits, PermissionDecided, Result, UsageReport
 
 from . import jsonrpc, messages as m
 from .accounting import limit_window, turn_error, turn_usage
@@ -62,8 +61,8 @@ from .approvals import (
     DECLINE_ELICITATION, Approval, cancel_result, decision_result, permission_for,
 )
 from .errors import redact, rpc_error
-from .items import NOT_TOOLS, tool_event, tool_name
 from .params import thread_policy, user_input
+from .stream import DeltaKind, ItemStream
 
 
 class CodexTranslator:
@@ -79,8 +78,7 @@ class CodexTranslator:
         self._approvals: dict[str, Approval] = {}
         self._issued: dict[str, int] = {}
         self._epoch = secrets.token_hex(4)
-        self._items: dict[str, m.Item] = {}
-        self._streamed: dict[str, bool] = {}  # message/reasoning items whose text was streamed
+        self._stream = ItemStream()
         self._thread_id: str | None = None
         self._ready = False
         self._turn_pending = False
@@ -253,7 +251,8 @@ class CodexTranslator:
         request_id = msg.id
         if not isinstance(request_id, (int, str)):
             raise ProtocolError("codex sent a request with a null id")
-        found = permission_for(method, request_id, msg.params, self._items, epoch=self._epoch)
+        found = permission_for(method, request_id, msg.params, self._stream.running,
+                               epoch=self._epoch)
         if found is None and method == "mcpServer/elicitation/request":
             return [Send(data=jsonrpc.response(request_id, DECLINE_ELICITATION))]
         if found is None:
@@ -300,49 +299,19 @@ class CodexTranslator:
 
     def _on_item(self, raw: msgspec.Raw, completed: bool) -> list[Output]:
         params = jsonrpc.decode_as(raw, m.ItemParams, "item notification")
-        item = params.item
-        if not self._ours(params.thread_id):
-            return []
-        if item.type in ("agentMessage", "reasoning"):
-            # One event model: text already streamed as deltas is not repeated whole (as the
-            # Claude translator does); a message that never streamed comes out whole.
-            if not completed or self._streamed.pop(item.id, False):
-                return []
-            if item.type == "agentMessage":
-                return [Assistant(text=item.text, delta=False)] if item.text else []
-            text = "\n\n".join(item.summary) or "\n\n".join(
-                part for part in (item.content or []) if isinstance(part, str))
-            return [Thought(text=text, delta=False)] if text else []
-        if item.type in NOT_TOOLS:
-            return []
-        if completed:
-            self._items.pop(item.id, None)
-        else:
-            self._items[item.id] = item
-        return [tool_event(item, "completed" if completed else "started")]
+        return self._stream.item(params.item, completed) if self._ours(params.thread_id) else []
 
-    def _on_delta(self, raw: msgspec.Raw, kind: str) -> list[Output]:
+    def _on_delta(self, raw: msgspec.Raw, kind: DeltaKind) -> list[Output]:
         params = jsonrpc.decode_as(raw, m.DeltaParams, "delta")
         if not self._ours(params.thread_id) or not params.delta:
             return []
-        if kind == "assistant":
-            self._streamed[params.item_id] = True
-            return [Assistant(text=params.delta, delta=True)]
-        if kind == "thought":
-            self._streamed[params.item_id] = True
-            return [Thought(text=params.delta, delta=True)]
-        return [self._tool_update(params.item_id, params.delta)]
-
-    def _tool_update(self, item_id: str, output: str) -> Tool:
-        item = self._items.get(item_id)
-        name, kind = tool_name(item) if item is not None else ("shell", "exec")
-        return Tool(call_id=item_id, name=name, kind=kind, phase="updated", output=output)
+        return self._stream.delta(params.item_id, params.delta, kind)
 
     def _on_mcp_progress(self, raw: msgspec.Raw) -> list[Output]:
         params = jsonrpc.decode_as(raw, m.ProgressParams, "item/mcpToolCall/progress")
         if not self._ours(params.thread_id):
             return []
-        return [self._tool_update(params.item_id, params.message)]
+        return [self._stream.tool_update(params.item_id, params.message)]
 
     def _on_error(self, raw: msgspec.Raw) -> list[Output]:
         params = jsonrpc.decode_as(raw, m.ErrorParams, "error")

@@ -21,10 +21,11 @@ from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
 from actors.vendors.detection import DetectionCache, Detector
+from actors.vendors.options import configured_env
 
 from .detect import ENV_KEYS, FEATURES, HARNESS, probe
 from .http import HttpError
-from .launch import DEFAULT_BINARY, build_launch
+from .launch import DEFAULT_BINARY, HOME_ENV, build_launch
 from .servers import OpenCodeServers
 from .translate import OpenCodeTranslator
 from .transport import ServerChild, open_server_child
@@ -41,12 +42,14 @@ class OpenCodeDriver:
     features: Features = FEATURES
 
     def __init__(self, servers: OpenCodeServers, *, binary: str | None = None,
-                 env: Mapping[str, str] | None = None, cache: DetectionCache | None = None,
+                 env: Mapping[str, str] | None = None, home: str | None = None,
+                 cache: DetectionCache | None = None,
                  detector: Detector | None = None) -> None:
         self.servers = servers
         self._binary = binary
         self._detector = detector if detector is not None else Detector(
-            HARNESS, probe, binary=binary, overlay=env, env_keys=ENV_KEYS, cache=cache,
+            HARNESS, probe, binary=binary, overlay=configured_env({}, env, home, HOME_ENV),
+            env_keys=ENV_KEYS, cache=cache,
             models_probe=functools.partial(probe, with_models=True))
 
     def launch(self, request: HarnessRequest) -> Launch:

@@ -30,10 +30,13 @@ from actors.vendors.options import VendorOptions, home_env, vendor_options
 from protocol.errors import BadRequest
 from protocol.models import McpServer, PermissionMode
 
-__all__ = ["DEFAULT_BINARY", "build_launch", "fingerprint", "permission_rules",
+__all__ = ["DEFAULT_BINARY", "HOME_ENV", "build_launch", "fingerprint", "permission_rules",
            "repository_root", "split_model"]
 
 DEFAULT_BINARY = "opencode"
+
+HOME_ENV = {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data"}
+"""Where ``options.home`` goes (``home_env``): OpenCode's config and data directories under it."""
 
 
 class OpenCodeOptions(VendorOptions, frozen=True, kw_only=True):
@@ -51,7 +54,7 @@ def build_launch(request: HarnessRequest, *, default_binary: str = DEFAULT_BINAR
     content = {**options.config, **({"mcp": mcp_config(request.mcp_servers)} if request.mcp_servers else {})}
     if content:
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps(content, sort_keys=True)
-    env.update(home_env(options.home, {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data"}))
+    env.update(home_env(options.home, HOME_ENV))
     argv = [options.binary or default_binary, "serve", "--hostname", "127.0.0.1", "--port", "0",
             *options.extra_args]
     return Launch(argv=argv, env=env, cwd=repository_root(request.cwd))

@@ -13,9 +13,10 @@ from actors.harness import HarnessRequest, Launch
 from protocol.models import Detection, Features
 
 from actors.vendors.detection import DetectionCache, Detector
+from actors.vendors.options import configured_env
 
 from .detect import ENV_KEYS, FEATURES, HARNESS, probe
-from .launch import DEFAULT_BINARY, build_launch
+from .launch import DEFAULT_BINARY, HOME_ENV, build_launch
 from .translate import PiTranslator
 
 __all__ = ["PiDriver"]
@@ -28,10 +29,12 @@ class PiDriver:
     features: Features = FEATURES
 
     def __init__(self, *, binary: str | None = None, env: Mapping[str, str] | None = None,
-                 cache: DetectionCache | None = None, detector: Detector | None = None) -> None:
+                 home: str | None = None, cache: DetectionCache | None = None,
+                 detector: Detector | None = None) -> None:
         self._binary = binary
         self._detector = detector if detector is not None else Detector(
-            HARNESS, probe, binary=binary, overlay=env, env_keys=ENV_KEYS, cache=cache)
+            HARNESS, probe, binary=binary, overlay=configured_env({}, env, home, HOME_ENV),
+            env_keys=ENV_KEYS, cache=cache)
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The argv/env/cwd for ``request``; pure apart from reading the last detection."""

@@ -29,9 +29,12 @@ from actors.harness import HarnessRequest, Launch
 from actors.vendors.options import VendorOptions, home_env, vendor_options
 from protocol.errors import BadRequest
 
-__all__ = ["DEFAULT_BINARY", "GATE", "build_launch", "gated"]
+__all__ = ["DEFAULT_BINARY", "GATE", "HOME_ENV", "build_launch", "gated"]
 
 DEFAULT_BINARY = "pi"
+
+HOME_ENV = {"PI_CODING_AGENT_DIR": ""}
+"""Where ``options.home`` goes (``home_env``): pi's agent directory is the home itself."""
 """The executable looked up on ``PATH`` when neither the request nor detection names one."""
 
 GATE = Path(str(resources.files(__package__).joinpath("permission_gate.js")))
@@ -58,6 +61,6 @@ def build_launch(request: HarnessRequest, *, default_binary: str = DEFAULT_BINAR
     if request.instructions:
         argv += ["--append-system-prompt", request.instructions]
     argv += options.extra_args
-    env = {**request.env, **home_env(options.home, {"PI_CODING_AGENT_DIR": ""})}
+    env = {**request.env, **home_env(options.home, HOME_ENV)}
     return Launch(argv=argv, env=env, cwd=request.cwd)
 

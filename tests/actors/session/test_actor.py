@@ -19,7 +19,8 @@ import trio.testing
 
 from actors.harness import HarnessRequest
 from actors.session import actor as actor_module
-from actors.session.actor import Session, SessionDeps
+from actors.session.actor import Session
+from actors.session.deps import SessionDeps
 from actors.session.eventlog import EventLog
 from actors.session import meta as meta_module
 from actors.session.meta import SessionMeta, read_meta

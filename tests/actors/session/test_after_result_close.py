@@ -1,8 +1,8 @@
 """A session that closes right after a ``result`` still logs what its after-result run found.
 
 The hook (the workspaces' changed-files count) runs beside the loop; a run due or in flight when
-the close starts is waited for, bounded by ``AFTER_RESULT_TIMEOUT``, and its event lands before
-the ``exit``. In-memory children and virtual time, as in ``test_actor``.
+the close starts is waited for, and so is the run of a ``result`` that lands during the close,
+all within one ``AFTER_RESULT_TIMEOUT``, and their events land before the ``exit``. In-memory children and virtual time, as in ``test_actor``.
 """
 
 from __future__ import annotations
@@ -165,5 +165,75 @@ async def test_a_close_waits_at_most_the_bound_for_a_run_in_flight_and_the_one_d
         await session.close("c-1")
         assert trio.current_time() == closing_at + AFTER_RESULT_TIMEOUT
     assert _story(events(session)) == ["user", "result", "user", "result", "workspace", "exit"]
+    assert [e for e in events(session) if isinstance(e, ev.Workspace)] == [_changed(1)]
+    assert "closing without the after-result run" in caplog.text
+
+
+async def test_a_result_that_lands_during_the_close_gets_its_run_before_the_exit(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    asked: list[float] = []
+
+    async def after_result(session_id: str) -> ev.Event | None:
+        asked.append(trio.current_time())
+        await trio.sleep(3)
+        return _changed(4)
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, after_result=after_result)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        await session.prompt("one", "c-1")
+        assert await child.next_command() == {"type": "user", "text": "one"}
+        # The turn ends as the child reads its stdin's end: the result comes after the close began.
+        child.on_stdin_closed = lambda c: c.emit(type="result", stop_reason="end_turn")
+        closing_at = trio.current_time()
+        await session.close("c-1")
+        assert asked == [closing_at] and trio.current_time() == closing_at + 3
+    assert _story(events(session)) == ["user", "result", "workspace", "exit"]
+    assert [e for e in events(session) if isinstance(e, ev.Workspace)] == [_changed(4)]
+
+
+async def test_the_result_a_close_gives_a_running_turn_gets_its_run_before_the_exit(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    async def after_result(session_id: str) -> ev.Event | None:
+        await trio.sleep(1)
+        return _changed(1)
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, after_result=after_result)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        await session.prompt("one", "c-1")
+        assert await child.next_command() == {"type": "user", "text": "one"}
+        await session.close("c-1")  # the child leaves without a result: the close ends the turn
+    assert _story(events(session)) == ["user", "result", "workspace", "exit"]
+    assert [e for e in events(session) if isinstance(e, ev.Result)][0].stop_reason == "interrupted"
+
+
+async def test_the_runs_of_one_close_share_one_bound(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture) -> None:
+    started: list[float] = []
+
+    async def after_result(session_id: str) -> ev.Event | None:
+        started.append(trio.current_time())
+        await trio.sleep(20 if len(started) == 1 else 25)  # each within its own bound
+        return _changed(len(started))
+
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, after_result=after_result)
+    caplog.set_level(logging.WARNING, logger="corral.session")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        await _turn_then_hook(session, child)  # the first run is in flight when the close starts
+        await session.prompt("two", "c-1")
+        child.on_stdin_closed = lambda c: c.emit(type="result", stop_reason="end_turn")
+        closing_at = trio.current_time()
+        await session.close("c-1")
+        # 20 s for the run in flight, then what is left of the bound for the late result's run.
+        assert trio.current_time() == closing_at + AFTER_RESULT_TIMEOUT
+    assert _story(events(session)) == ["user", "result", "user", "workspace", "result", "exit"]
     assert [e for e in events(session) if isinstance(e, ev.Workspace)] == [_changed(1)]
     assert "closing without the after-result run" in caplog.text
