@@ -8,7 +8,8 @@ all within one ``AFTER_RESULT_TIMEOUT``, and their events land before the ``exit
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,12 +40,29 @@ async def _results(session: Session, count: int) -> None:
             await session.feed.wait_past(session.log.last_seq)
 
 
+@asynccontextmanager
+async def _running(tmp_path: Path, after_result: Any) -> AsyncIterator[tuple[Session, Any]]:
+    """A session with ``after_result`` and its scripted child, running for the block."""
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, after_result=after_result)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        yield session, child
+
+
 async def _turn_then_hook(session: Session, child: Any) -> None:
     """One turn to its ``result``, then until the after-result hook has had its chance to run."""
     await session.prompt("one", "c-1")
     child.emit(type="result", stop_reason="end_turn")
     await until(session, lambda e: isinstance(e, ev.Result))
     await trio.testing.wait_all_tasks_blocked()
+
+
+async def _prompted(session: Session, child: Any, text: str) -> None:
+    """Prompt ``text`` and see it reach the child."""
+    await session.prompt(text, "c-1")
+    assert await child.next_command() == {"type": "user", "text": text}
 
 
 def _story(session_events: list[ev.Event]) -> list[str]:
@@ -60,11 +78,7 @@ async def test_a_close_waits_for_the_run_in_flight_and_logs_its_event_before_the
         await trio.sleep(5)  # git on a big worktree
         return _changed(2)
 
-    driver = ScriptedDriver()
-    session = make_session(tmp_path, driver, after_result=after_result)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(session.run)
-        [child] = driver.children
+    async with _running(tmp_path, after_result) as (session, child):
         await _turn_then_hook(session, child)
         assert len(started) == 1  # in flight when the client closes
         await session.close("c-1")
@@ -94,8 +108,7 @@ async def test_a_daemon_stop_in_the_results_batch_logs_the_due_runs_event_before
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         [child] = driver.children
-        await session.prompt("one", "c-1")
-        assert await child.next_command() == {"type": "user", "text": "one"}
+        await _prompted(session, child, "one")
         armed[0] = True
         # The loop is busy (a meta write) while the result arrives and the daemon stops the
         # session: the loop takes the result and the stop in one batch, before the hook ran.
@@ -123,12 +136,8 @@ async def test_a_close_skips_a_hook_that_overruns_and_does_not_hang(
         await trio.sleep_forever()
         raise AssertionError("unreachable")
 
-    driver = ScriptedDriver()
-    session = make_session(tmp_path, driver, after_result=after_result)
     caplog.set_level(logging.WARNING, logger="corral.session")
-    async with trio.open_nursery() as nursery:
-        await nursery.start(session.run)
-        [child] = driver.children
+    async with _running(tmp_path, after_result) as (session, child):
         await _turn_then_hook(session, child)
         await session.close("c-1")
         assert trio.current_time() == started[0] + AFTER_RESULT_TIMEOUT
@@ -148,15 +157,10 @@ async def test_a_close_waits_at_most_the_bound_for_a_run_in_flight_and_the_one_d
         await trio.sleep(25)  # within its own bound, past the close's
         return _changed(2)
 
-    driver = ScriptedDriver()
-    session = make_session(tmp_path, driver, after_result=after_result)
     caplog.set_level(logging.WARNING, logger="corral.session")
-    async with trio.open_nursery() as nursery:
-        await nursery.start(session.run)
-        [child] = driver.children
+    async with _running(tmp_path, after_result) as (session, child):
         for text in ("one", "two"):
-            await session.prompt(text, "c-1")
-            assert await child.next_command() == {"type": "user", "text": text}
+            await _prompted(session, child, text)
             child.emit(type="result", stop_reason="end_turn")
             await _results(session, 1 if text == "one" else 2)
         await trio.testing.wait_all_tasks_blocked()
@@ -178,13 +182,8 @@ async def test_a_result_that_lands_during_the_close_gets_its_run_before_the_exit
         await trio.sleep(3)
         return _changed(4)
 
-    driver = ScriptedDriver()
-    session = make_session(tmp_path, driver, after_result=after_result)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(session.run)
-        [child] = driver.children
-        await session.prompt("one", "c-1")
-        assert await child.next_command() == {"type": "user", "text": "one"}
+    async with _running(tmp_path, after_result) as (session, child):
+        await _prompted(session, child, "one")
         # The turn ends as the child reads its stdin's end: the result comes after the close began.
         child.on_stdin_closed = lambda c: c.emit(type="result", stop_reason="end_turn")
         closing_at = trio.current_time()
@@ -200,13 +199,8 @@ async def test_the_result_a_close_gives_a_running_turn_gets_its_run_before_the_e
         await trio.sleep(1)
         return _changed(1)
 
-    driver = ScriptedDriver()
-    session = make_session(tmp_path, driver, after_result=after_result)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(session.run)
-        [child] = driver.children
-        await session.prompt("one", "c-1")
-        assert await child.next_command() == {"type": "user", "text": "one"}
+    async with _running(tmp_path, after_result) as (session, child):
+        await _prompted(session, child, "one")
         await session.close("c-1")  # the child leaves without a result: the close ends the turn
     assert _story(events(session)) == ["user", "result", "workspace", "exit"]
     assert [e for e in events(session) if isinstance(e, ev.Result)][0].stop_reason == "interrupted"
@@ -221,12 +215,8 @@ async def test_the_runs_of_one_close_share_one_bound(
         await trio.sleep(20 if len(started) == 1 else 25)  # each within its own bound
         return _changed(len(started))
 
-    driver = ScriptedDriver()
-    session = make_session(tmp_path, driver, after_result=after_result)
     caplog.set_level(logging.WARNING, logger="corral.session")
-    async with trio.open_nursery() as nursery:
-        await nursery.start(session.run)
-        [child] = driver.children
+    async with _running(tmp_path, after_result) as (session, child):
         await _turn_then_hook(session, child)  # the first run is in flight when the close starts
         await session.prompt("two", "c-1")
         child.on_stdin_closed = lambda c: c.emit(type="result", stop_reason="end_turn")
