@@ -10,9 +10,10 @@ and understands ``--pdeathsig`` (util-linux ≥ 2.33); elsewhere the ``preexec_f
 
 **Exec errors.** ``Popen`` reports a missing or non-executable program as ``OSError`` only for
 the program it execs itself. So ``launch`` first looks the program up as the exec would (the
-child's ``PATH``, its ``cwd``) and raises the same ``FileNotFoundError`` or ``PermissionError``;
-a program that vanishes between the look-up and the exec makes ``setpriv`` exit 127 with its
-message on stderr: a crash, not a launch failure.
+child's ``PATH``, its ``cwd``) and raises the same ``FileNotFoundError``, ``PermissionError`` or
+``ENOEXEC`` (a file that is neither ELF nor ``#!``, which ``setpriv``'s ``execvp`` would hand to
+``/bin/sh``). A program that vanishes between the look-up and the exec makes ``setpriv`` exit
+127 with its message on stderr: a crash, not a launch failure.
 
 **One guarantee is weaker.** The hook also kills the child if the daemon died between the fork
 and the ``prctl``; ``setpriv`` cannot check that. The window is one exec (about a millisecond),
@@ -61,6 +62,7 @@ def _check_program(program: str, cwd: str | None, env: Mapping[str, str]) -> Non
     for candidate in candidates:
         if os.path.isfile(candidate):
             if os.access(candidate, os.X_OK):
+                _check_format(candidate, program)
                 return
             denied = True
         elif "/" in program and os.path.isdir(candidate):
@@ -68,6 +70,18 @@ def _check_program(program: str, cwd: str | None, env: Mapping[str, str]) -> Non
     if denied:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+def _check_format(path: str, program: str) -> None:
+    """Raise ``ENOEXEC`` for a file the kernel would not exec (neither ELF nor ``#!``): ``execvp``
+    in ``setpriv`` would run it with ``/bin/sh`` instead, where ``Popen`` reports the error."""
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+    except OSError:
+        return  # unreadable but executable: let the exec decide
+    if magic != b"\x7fELF" and not magic.startswith(b"#!"):
+        raise OSError(errno.ENOEXEC, os.strerror(errno.ENOEXEC), program)
 
 
 @functools.cache

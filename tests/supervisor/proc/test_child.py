@@ -260,6 +260,7 @@ async def test_torn_final_frame_is_a_protocol_error() -> None:
         (["corral-no-such-binary"], None, errno.ENOENT),
         (["./not-executable"], "{tmp}", errno.EACCES),  # relative to the child's cwd
         (["{tmp}"], None, errno.EACCES),  # a directory
+        (["{tmp}/no-format"], None, errno.ENOEXEC),  # executable, but neither ELF nor #!
     ],
 )
 async def test_launch_failure_is_typed(
@@ -267,6 +268,8 @@ async def test_launch_failure_is_typed(
 ) -> None:
     (tmp_path / "not-executable").write_text("#!/bin/sh\n")
     (tmp_path / "not-executable").chmod(0o644)
+    (tmp_path / "no-format").write_text("echo hi\n")
+    (tmp_path / "no-format").chmod(0o755)
     argv = [a.format(tmp=tmp_path) for a in argv]
     cwd = None if cwd is None else cwd.format(tmp=tmp_path)
     ledger = Ledger(tmp_path / "state")
