@@ -19,10 +19,12 @@ every change, so they survive until ``reconcile`` handles them, and are dropped 
 file no longer holds them (``reconcile`` empties it); ``rows()`` never reports them. This keeps
 the ledger right whichever of the ``Ledger`` and ``reconcile`` comes first on boot.
 
-All file work (reading, creating the directory, writing: a fraction of a millisecond) runs in
-a worker thread, and the constructor does none. Concurrent writers are serialised by a
-``trio.Lock`` and coalesced: a writer that finds its change already on disk (written by the
-writer before it) returns at once; a write that failed is retried by the next one.
+The file work (reading it once, creating the directory, writing: without fsyncs a fraction of
+a millisecond, like an event log's append) runs in the caller's thread, not a worker thread: a
+hop to a thread and back costs more than that on a busy machine, and a spawn waits for it. The
+constructor does none. Writers are coalesced: each change yields once first, and a writer that
+finds its change already on disk (written by one before it) returns at once; a write that
+failed is retried by the next one.
 """
 
 from __future__ import annotations
@@ -95,7 +97,6 @@ class Ledger:
         self.path = os.path.join(self.state_dir, LEDGER_FILE)
         self._rows: dict[str, LedgerRow] = {}
         self._inherited: dict[str, LedgerRow] | None = None  # None: the file was not read yet
-        self._lock = trio.Lock()
         self._version = 0
         self._written = 0
 
@@ -119,9 +120,7 @@ class Ledger:
     async def add(self, row: LedgerRow) -> None:
         """Record ``row`` (replacing a row with the same key) and return once it is on disk.
 
-        Raises ``StorageFailed``. Cancellation: a write under way always completes (its thread
-        is never abandoned); a caller cancelled while queued for the lock leaves its row in
-        memory, to be written with the next change (``open_child`` then removes it).
+        Raises ``StorageFailed``. Not cancellable (the write is short and never abandoned).
         """
         self._rows[row.key] = row
         self._version += 1
@@ -131,24 +130,20 @@ class Ledger:
         """Drop the row ``key`` (a no-op if absent) and return once the file agrees.
 
         Raises ``StorageFailed``. Not cancellable: a row must not outlive its process because
-        the caller was cancelled (it waits for the writes queued before it, a few milliseconds).
-        A removal whose write failed is written by the next ``add`` or ``remove``.
+        the caller was cancelled. A removal whose write failed is written by the next ``add`` or
+        ``remove``.
         """
         if self._rows.pop(key, None) is not None:
             self._version += 1
-        with trio.CancelScope(shield=True):
-            await self._sync()
+        await self._sync()
 
     async def _sync(self) -> None:
-        wanted = self._version
-        async with self._lock:
-            if self._written >= wanted:
-                return
-            version, rows = self._version, list(self._rows.values())
-            self._inherited = await trio.to_thread.run_sync(
-                _write_with_inherited, self.path, rows, self._inherited
-            )
-            self._written = version
+        await trio.lowlevel.cancel_shielded_checkpoint()  # changes made meanwhile join this write
+        if self._written >= self._version:
+            return
+        version, rows = self._version, list(self._rows.values())
+        self._inherited = _write_with_inherited(self.path, rows, self._inherited)
+        self._written = version
 
 
 def _write_with_inherited(

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from supervisor.proc import prctl
 
-__all__ = ["launch"]
+__all__ = ["launch", "needs_hook"]
 
 
 def launch(argv: Sequence[str], cwd: str | None, env: Mapping[str, str],
@@ -48,6 +48,11 @@ def launch(argv: Sequence[str], cwd: str | None, env: Mapping[str, str],
         return list(argv), prctl.parent_death_hook(sig)  # a bad cwd: Popen's chdir reports it
     _check_program(argv[0], cwd, env)
     return [setpriv, f"--pdeathsig={sig.name.removeprefix('SIG')}", "--", *argv], None
+
+
+def needs_hook(sig: signal.Signals | None) -> bool:
+    """Whether ``launch`` would give ``sig`` through a ``preexec_fn`` (a full ``fork``)."""
+    return sig is not None and _setpriv() is None
 
 
 def _check_program(program: str, cwd: str | None, env: Mapping[str, str]) -> None:

@@ -5,7 +5,9 @@ after ten idle seconds. The kernel delivers ``PR_SET_PDEATHSIG`` when the *threa
 child exits, so a parent-death signal set there would kill healthy children at random. Here every
 fork happens in one daemon thread, started on first use and alive until the process exits, which
 makes the parent-death signal mean "the daemon died" (how it is set without slowing the fork:
-``supervisor.proc.deathsig``). The thread also enters the new pid in the reaper's live table
+``supervisor.proc.deathsig``). Where that fork is a ``vfork`` (no ``preexec_fn``) and trio runs
+in the main thread, which lives as long as the process too, the fork happens there instead: it
+blocks the loop for a fraction of a millisecond, less than a hop to another thread costs. The thread also enters the new pid in the reaper's live table
 under the table lock, so the orphan reaper can never mistake it for an orphan.
 
 Exit is observed through a pidfd (``ProcessChild`` does that), and reaping is its job too, so the
@@ -117,11 +119,22 @@ async def _fork_with_pipes(
     stdout_r, stdout_w = _pipe(fds)
     stderr_r, stderr_w = _pipe(fds)
     fork = partial(_fork, list(argv), cwd, dict(env), death_signal, (stdin_r, stdout_w, stderr_w))
-    popen = await _in_spawner_thread(fork)
+    if _forks_here(death_signal):
+        popen = fork()
+    else:
+        popen = await _in_spawner_thread(fork)
     for fd in (stdin_r, stdout_w, stderr_w):
         fds.remove(fd)
         os.close(fd)
     return popen, (stdin_w, stdout_r, stderr_r)
+
+
+def _forks_here(death_signal: signal.Signals | None) -> bool:
+    """Whether to fork in this thread rather than the spawner thread: when it is the main
+    thread (it lives as long as the process, so a parent-death signal means what it should)
+    and the fork is a ``vfork`` (no ``preexec_fn``: ``deathsig``), which blocks it for well
+    under a millisecond; a thread hop costs more than that on a busy machine."""
+    return threading.current_thread() is threading.main_thread() and not deathsig.needs_hook(death_signal)
 
 
 def _pipe(fds: list[int]) -> tuple[int, int]:

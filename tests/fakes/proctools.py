@@ -67,6 +67,18 @@ async def wait_dead(procs: list[psutil.Process], timeout: float = 10.0) -> list[
         await trio.sleep(0.01)
 
 
+async def wait_cmdline(pid: int, wanted: list[str], timeout: float = 10.0) -> list[str]:
+    """Poll until ``pid``'s command line ends with ``wanted`` or ``timeout`` passed; the last one
+    seen. A spawn returns once ``setpriv`` (``supervisor.proc.deathsig``) is exec'd, a moment
+    before it execs the program itself."""
+    deadline = trio.current_time() + timeout
+    while True:
+        seen = psutil.Process(pid).cmdline()
+        if seen[-len(wanted):] == wanted or trio.current_time() >= deadline:
+            return seen
+        await trio.sleep(0.01)
+
+
 async def wait_no_descendants(timeout: float = 10.0) -> list[psutil.Process]:
     """Poll until this process has no descendants (zombies included); whatever remains."""
     deadline = trio.current_time() + timeout

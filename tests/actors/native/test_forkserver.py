@@ -32,7 +32,7 @@ from supervisor.proc.child import ExitStatus, ProcessChild, ProcessSpec, open_ch
 from supervisor.proc.identity import read_marker, same_process, start_token
 from tests.fakes.model_script import say
 from tests.fakes.model_server import FakeModels
-from tests.fakes.proctools import processes, subreaper, wait_dead, wait_no_descendants
+from tests.fakes.proctools import processes, subreaper, wait_cmdline, wait_dead, wait_no_descendants
 
 from .test_worker_process import ROOT
 
@@ -193,7 +193,7 @@ async def test_a_broken_fork_server_falls_back_to_a_plain_exec(tmp_path: Path) -
         async with rig(tmp_path, FakeModels()) as (forks, ledger, port):
             async with open_child(worker_spec(), ledger=ledger, spawner=forks.spawn) as child:
                 assert (forks.forks, forks.fallbacks) == (0, 1)
-                assert psutil.Process(child.pid).cmdline()[1:] == ["-m", "actors.native"]
+                assert (await wait_cmdline(child.pid, ["-m", "actors.native"]))[1:] == ["-m", "actors.native"]
                 await child.send(start_frame(tmp_path, port))
                 assert isinstance(await next_event(child), Init)
             assert forks.statistics().state in ("idle", "down")
@@ -285,7 +285,7 @@ async def test_a_fork_server_that_does_not_answer_is_killed_and_the_spawn_execs(
             async with open_child(worker_spec("session:s:2"), ledger=ledger,
                                   spawner=forks.spawn) as child:
                 assert (forks.forks, forks.fallbacks) == (1, 1)
-                assert psutil.Process(child.pid).cmdline()[1:] == ["-m", "actors.native"]
+                assert (await wait_cmdline(child.pid, ["-m", "actors.native"]))[1:] == ["-m", "actors.native"]
                 assert await wait_dead(processes([stuck])) == []  # killed, then restarted
                 while forks.statistics().pid in (stuck, None):
                     await trio.sleep(0.01)
