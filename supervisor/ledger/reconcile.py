@@ -62,7 +62,7 @@ def reconcile(state_dir: str | os.PathLike[str], *, grace: float = 2.0) -> Recon
     Killed: a row's leader whose pid is alive with the same start token, with its process group
     and descendants; the surviving members of a recorded group whose leader died (while the
     group exists, no new process can own its id); any process whose marker names this state
-    dir. Spared: a process that started before the row it would belong to, a row from another
+    dir and a child key (a state dir alone is what a user's shell may export). Spared: a process that started before the row it would belong to, a row from another
     boot, a marker naming another state dir, this process, its ancestors and its live children.
     A corrupt ledger is set aside and reported, and the marker scan still runs. Raises
     ``StorageFailed`` if the emptied ledger cannot be written.
@@ -107,9 +107,11 @@ def reconcile(state_dir: str | os.PathLike[str], *, grace: float = 2.0) -> Recon
     by_key = {row.key: row for row in rows}
     for pid in table.pids:
         marker_dir, key = read_marker(pid)
-        if marker_dir != state or (marked_proc := table.process(pid)) is None:
+        # Both halves: a shell that exported CORRAL_STATE_DIR (the README's way to pick a state
+        # dir) marks everything the user starts from it, and none of that is ours.
+        if marker_dir != state or not key or (marked_proc := table.process(pid)) is None:
             continue
-        owner = by_key.get(key) if key is not None else None
+        owner = by_key.get(key)
         if owner is None or owner.token.boot_id == boot:
             take(marked_proc, key, "marker", owner)
     survivors = _terminate([proc for proc, _ in targets.values()], groups, grace)

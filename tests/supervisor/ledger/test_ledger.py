@@ -135,6 +135,9 @@ async def test_reconcile_spares_what_is_not_ours(tmp_path: Path, bystanders: Pro
     elsewhere = sleep_proc(bystanders, env=other)
     early = sleep_proc(bystanders, env={**os.environ, ENV_STATE_DIR: ours, ENV_CHILD_KEY: "k4"})
     stray = sleep_proc(bystanders, env={**os.environ, ENV_STATE_DIR: ours, ENV_CHILD_KEY: "k5"})
+    # A user's own program, started from a shell that exported the state dir (as the README
+    # says to pick one): it names our state dir but was never our child.
+    users = sleep_proc(bystanders, env={**os.environ, ENV_STATE_DIR: ours})
     token = start_token(reused.pid)
     assert token.start_ticks is not None
     early_token = start_token(early.pid)
@@ -153,7 +156,7 @@ async def test_reconcile_spares_what_is_not_ours(tmp_path: Path, bystanders: Pro
         assert await wait_dead(processes([stray.pid])) == []
     assert [(k.pid, k.key, k.role) for k in report.killed] == [(stray.pid, "k5", "marker")]
     assert sorted(r.key for r in report.stale) == ["k1", "k2", "k4"]
-    for proc in (reused, other_boot, elsewhere, early):
+    for proc in (reused, other_boot, elsewhere, early, users):
         assert proc.poll() is None
     assert load(str(state / LEDGER_FILE)) == ([], None)
 
