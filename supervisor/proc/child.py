@@ -337,7 +337,7 @@ class ProcessChild:
         self._done.set()
 
     async def _record(self) -> None:
-        """Write the ledger row (none without a ledger). Cancellable: the row is then dropped."""
+        """Write the ledger row (none without a ledger); not cancellable (``Ledger.add``)."""
         if self._ledger is not None:
             await self._ledger.add(self._ledger_row())
 

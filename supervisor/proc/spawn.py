@@ -7,8 +7,9 @@ fork happens in one daemon thread, started on first use and alive until the proc
 makes the parent-death signal mean "the daemon died" (how it is set without slowing the fork:
 ``supervisor.proc.deathsig``). Where that fork is a ``vfork`` (no ``preexec_fn``) and trio runs
 in the main thread, which lives as long as the process too, the fork happens there instead: it
-blocks the loop for a fraction of a millisecond, less than a hop to another thread costs. The thread also enters the new pid in the reaper's live table
-under the table lock, so the orphan reaper can never mistake it for an orphan.
+blocks the loop for a fraction of a millisecond, less than a hop to another thread costs.
+Either thread enters the new pid in the reaper's live table under the table lock, so the orphan
+reaper can never mistake it for an orphan.
 
 Exit is observed through a pidfd (``ProcessChild`` does that), and reaping is its job too, so the
 ``subprocess.Popen`` object is used only to fork and exec: it reports exec failures (a missing
