@@ -25,8 +25,10 @@ and forgets it; no other connection notices.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
+import os
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -230,6 +232,7 @@ class Connection:
         (``run`` bounds it), so no frame is cut short."""
         with scope:
             try:
+                yielded = True
                 while True:
                     self._fill()
                     frames = self._take_burst()
@@ -237,8 +240,11 @@ class Connection:
                         if self._draining:
                             return
                         await self._wake.wait()  # a feed grew, a frame was queued, or the end
+                        yielded = True
                         continue
-                    await _send_messages(self.ws, frames)
+                    if not yielded:  # a backlog (a replay): let the others run between bursts
+                        await trio.lowlevel.cancel_shielded_checkpoint()
+                    yielded = await _send_messages(self.ws, frames)
             except ConnectionClosed:
                 pass
             finally:
@@ -292,14 +298,17 @@ class Connection:
             await self._wake.wait()
 
 
-async def _send_messages(ws: WebSocketConnection, frames: list[bytes]) -> None:
-    """Send ``frames`` (UTF-8 JSON) as text messages with one write to the stream.
+async def _send_messages(ws: WebSocketConnection, frames: list[bytes]) -> bool:
+    """Send ``frames`` (UTF-8 JSON) as text messages with one write to the stream; whether it
+    took a schedule point (it takes none when the socket had room for all of it).
 
     trio-websocket's ``send_message`` writes each message on its own, and each write wakes the
     client; a burst of events (a turn's last message, its ``result``, the ``idle`` status) then
     costs several wake-ups of the client and as many of the daemon. This is ``_send`` of
     trio-websocket 0.12.2 (pinned; the listener leans on its internals too) for several messages.
-    Raises ``ConnectionClosed`` as ``send_message`` does.
+    The bytes go to the socket at once when it has room (``_write_now``): trio's ``send_all``
+    would take a schedule point after the write as well, one more pass of the scheduler for
+    every event a client is sent. Raises ``ConnectionClosed`` as ``send_message`` does.
     """
     if ws._close_reason:
         raise ConnectionClosed(ws._close_reason)
@@ -308,17 +317,40 @@ async def _send_messages(ws: WebSocketConnection, frames: list[bytes]) -> None:
     else:  # wsproto says what is wrong (as ``send_message`` would)
         data = b"".join(ws._wsproto.send(TextMessage(data=frame.decode())) for frame in frames)
     lock = ws._stream_lock
+    waited = False
     try:
-        lock.acquire_nowait()  # the usual case: no schedule point of its own (the write has one)
+        lock.acquire_nowait()  # the usual case: no schedule point of its own
     except trio.WouldBlock:
         await lock.acquire()
+        waited = True
     try:
-        await ws._stream.send_all(data)
+        written = _write_now(ws._stream, data)
+        if written < len(data):
+            await ws._stream.send_all(memoryview(data)[written:])
+            waited = True
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         await ws._abort_web_socket()
         raise ConnectionClosed(ws._close_reason) from None
     finally:
         lock.release()
+    return waited
+
+
+def _write_now(stream: trio.abc.Stream, data: bytes) -> int:
+    """Write what the socket under ``stream`` takes of ``data`` now, without blocking; how many
+    bytes that was (0 for a stream that is not a socket: ``send_all`` then writes it all). The
+    caller holds the websocket's stream lock, so no other write is under way."""
+    inner = getattr(stream, "stream", stream)  # ``web.Prefixed`` around the accepted socket
+    if not isinstance(inner, trio.SocketStream):
+        return 0
+    try:
+        return os.write(inner.socket.fileno(), data)
+    except BlockingIOError:
+        return 0
+    except OSError as exc:
+        if exc.errno == errno.EBADF:
+            raise trio.ClosedResourceError("the socket was closed") from None
+        raise trio.BrokenResourceError(f"cannot write to the client: {exc}") from exc
 
 
 def _text_frame(payload: bytes) -> bytes:

@@ -95,13 +95,25 @@ class Wire:
 
 async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int = 64,
                   lockstep: bool = False, writes: list[int] | None = None, by_cookie: bool = False,
-                  token: str = TOKEN) -> tuple[Wire, trio.CancelScope, trio.Event]:
+                  token: str = TOKEN, socket_buffer: int | None = None
+                  ) -> tuple[Wire, trio.CancelScope, trio.Event]:
     """A connection actor served in ``nursery`` and a greeted client; cancel the scope to stop it.
 
     ``writes`` (memory streams only) gets one entry per write the server makes to the stream.
+    ``socket_buffer`` serves over a kernel socket pair with buffers that small instead (as the
+    listener does: the writer then writes to the socket itself).
     """
-    pair = trio.testing.lockstep_stream_pair if lockstep else trio.testing.memory_stream_pair
-    client_stream, server_stream = pair()
+    client_stream: trio.abc.Stream
+    server_stream: trio.abc.Stream
+    if socket_buffer is not None:
+        ends = trio.socket.socketpair()
+        for end in ends:
+            end.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_SNDBUF, socket_buffer)
+            end.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, socket_buffer)
+        client_stream, server_stream = trio.SocketStream(ends[0]), trio.SocketStream(ends[1])
+    else:
+        pair = trio.testing.lockstep_stream_pair if lockstep else trio.testing.memory_stream_pair
+        client_stream, server_stream = pair()
     if writes is not None:
         out = cast(trio.testing.MemorySendStream, getattr(server_stream, "send_stream"))
         pump = out.send_all_hook
@@ -293,4 +305,25 @@ async def test_events_of_every_frame_length_reach_the_client_intact(
     for text in texts:
         backend.feed_s.append(text)
     assert [(await wire.receive())["event"]["text"] for _ in texts] == texts
+    scope.cancel()
+
+
+async def test_over_a_socket_that_takes_a_little_at_a_time_every_event_arrives_whole_and_in_order(
+        nursery: trio.Nursery) -> None:
+    # The writer writes to the socket itself while it has room and leaves the rest to trio:
+    # a frame cut by a full socket buffer must go out whole before the next one.
+    backend = Backend()
+    texts = [f"{n}:" + "z" * (n * 997 % 20_000) for n in range(60)]
+    for text in texts[:40]:  # replayed at subscribe (a replay waits for room)
+        backend.feed_s.append(text)
+    wire, scope, _ = await connect(nursery, backend, client_queue=4, socket_buffer=4096)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    with trio.fail_after(30):
+        received = [(await wire.receive())["event"]["text"] for _ in texts[:40]]
+        for first in range(40, 60, 5):  # live, a few at a time (the server's queue holds 16)
+            for text in texts[first:first + 5]:
+                backend.feed_s.append(text)
+            received += [(await wire.receive())["event"]["text"] for _ in range(5)]
+    assert received == texts
     scope.cancel()
