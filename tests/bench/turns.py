@@ -103,6 +103,8 @@ _EDGES: dict[str, dict[str, list[float]]] = {}
 """Per turn shape, the edges (ms) of each daemon path's counted turns (``corral_turn``)."""
 _CPU: dict[str, dict[str, float]] = {}
 """Per turn shape, the CPU each daemon spent per turn of that shape (ms, warm-up turns included)."""
+_AGENT_CPU: dict[str, dict[str, float]] = {}
+"""Per turn shape, the CPU each path's vendor CLI (and what it ran) spent per turn (ms)."""
 
 
 class Bench(msgspec.Struct, frozen=True, kw_only=True):
@@ -164,6 +166,8 @@ async def measure(turns: dict[str, Turn], shape: str, count: int, warmup: int) -
     times: dict[str, list[float]] = {name: [] for name in names}
     edges: dict[str, list[float]] = {name: [] for name in names}
     before = {name: _cpu_seconds(proc) for name, proc in _RUNNING.items()}
+    agents = _agents()
+    agents_before = {name: _tree_cpu(roots) for name, roots in agents.items()}
     logs = dict(_FRAME_LOGS)
     offsets: dict[str, int] = {}
     for n in range(warmup + count):
@@ -182,7 +186,43 @@ async def measure(turns: dict[str, Turn], shape: str, count: int, warmup: int) -
                        for name, path in logs.items()}
     _CPU[shape] = {name: (_cpu_seconds(proc) - before[name]) * 1000 / (warmup + count)
                    for name, proc in _RUNNING.items()}
+    _AGENT_CPU[shape] = {name: (_tree_cpu(roots) - agents_before[name]) * 1000 / (warmup + count)
+                         for name, roots in agents.items()}
     return times
+
+
+def _agents() -> dict[str, list[psutil.Process]]:
+    """Per path, the vendor CLI processes it drives: a daemon's children, and for ``direct``
+    this process's children that are neither a daemon nor a fake server."""
+    found: dict[str, list[psutil.Process]] = {name: proc.children() for name, proc in _RUNNING.items()}
+    daemons = {proc.pid for proc in _RUNNING.values()}
+    found["direct"] = [child for child in psutil.Process().children() if child.pid not in daemons
+                       and not any("tests.fakes" in part for part in _cmdline(child))]
+    return found
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _tree_cpu(roots: list[psutil.Process]) -> float:
+    """CPU seconds of ``roots``, their reaped children and their live descendants."""
+    total = 0.0
+    for root in roots:
+        try:
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            continue
+        for proc in procs:
+            try:
+                times = proc.cpu_times()
+            except psutil.Error:
+                continue
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 def _size(path: Path) -> int:
@@ -266,6 +306,9 @@ def report(shape: str, times: dict[str, list[float]]) -> None:
     if _CPU.get(shape):
         spent = "   ".join(f"{name} {ms:.1f} ms" for name, ms in _CPU[shape].items())
         print(f"{'':>17}daemon CPU per turn: {spent}")
+    if _AGENT_CPU.get(shape):
+        spent = "   ".join(f"{name} {ms:.1f} ms" for name, ms in _AGENT_CPU[shape].items())
+        print(f"{'':>17}vendor CLI CPU per turn: {spent}")
 
 
 def arguments(doc: str | None) -> argparse.ArgumentParser:
