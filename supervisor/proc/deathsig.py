@@ -28,6 +28,7 @@ import functools
 import os
 import shutil
 import signal
+import stat
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
@@ -56,37 +57,45 @@ def needs_hook(sig: signal.Signals | None) -> bool:
 
 
 def _check_program(program: str, cwd: str | None, env: Mapping[str, str]) -> None:
-    """Raise what ``execvpe(program)`` in ``cwd`` with ``env`` would fail with, if it would."""
+    """Raise what ``Popen`` would for exec'ing ``program`` in ``cwd`` with ``env``, if anything:
+    like its exec loop, try each candidate in turn, keep the first error other than a missing
+    file, and raise it (else ``ENOENT``) when no candidate can be exec'd."""
     base = cwd if cwd is not None else os.getcwd()
     if "/" in program:
         candidates = [os.path.join(base, program)]
     else:
         candidates = [os.path.join(base, directory, program)
                       for directory in os.get_exec_path(dict(env))]
-    denied = False
+    kept: int | None = None
     for candidate in candidates:
-        if os.path.isfile(candidate):
-            if os.access(candidate, os.X_OK):
-                _check_format(candidate, program)
-                return
-            denied = True
-        elif "/" in program and os.path.isdir(candidate):
-            denied = True
-    if denied:
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
-    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        found = _exec_error(candidate)
+        if found is None:
+            return
+        if kept is None and found not in (errno.ENOENT, errno.ENOTDIR):
+            kept = found
+    code = errno.ENOENT if kept is None else kept
+    raise OSError(code, os.strerror(code), program)  # FileNotFoundError, PermissionError, …
 
 
-def _check_format(path: str, program: str) -> None:
-    """Raise ``ENOEXEC`` for a file the kernel would not exec (neither ELF nor ``#!``): ``execvp``
-    in ``setpriv`` would run it with ``/bin/sh`` instead, where ``Popen`` reports the error."""
+def _exec_error(path: str) -> int | None:
+    """The errno the kernel's exec of ``path`` would fail with, or None if it would run it: a
+    directory, FIFO, socket or device, or a file without execute permission, is ``EACCES``; an
+    executable that is neither ELF nor ``#!`` is ``ENOEXEC`` (``setpriv``'s ``execvp`` would hand
+    it to ``/bin/sh`` instead)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return exc.errno
+    if not stat.S_ISREG(mode) or not os.access(path, os.X_OK):
+        return errno.EACCES
     try:
         with open(path, "rb") as handle:
             magic = handle.read(4)
     except OSError:
-        return  # unreadable but executable: let the exec decide
+        return None  # unreadable but executable: let the exec decide
     if magic != b"\x7fELF" and not magic.startswith(b"#!"):
-        raise OSError(errno.ENOEXEC, os.strerror(errno.ENOEXEC), program)
+        return errno.ENOEXEC
+    return None
 
 
 @functools.cache

@@ -261,6 +261,9 @@ async def test_torn_final_frame_is_a_protocol_error() -> None:
         (["./not-executable"], "{tmp}", errno.EACCES),  # relative to the child's cwd
         (["{tmp}"], None, errno.EACCES),  # a directory
         (["{tmp}/no-format"], None, errno.ENOEXEC),  # executable, but neither ELF nor #!
+        (["{tmp}/fifo"], None, errno.EACCES),  # a FIFO (a socket or a device is the same)
+        (["fifo"], None, errno.EACCES),  # found on PATH, but a FIFO
+        (["subdir"], None, errno.EACCES),  # a directory found on PATH
     ],
 )
 async def test_launch_failure_is_typed(
@@ -270,6 +273,8 @@ async def test_launch_failure_is_typed(
     (tmp_path / "not-executable").chmod(0o644)
     (tmp_path / "no-format").write_text("echo hi\n")
     (tmp_path / "no-format").chmod(0o755)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "subdir").mkdir()
     argv = [a.format(tmp=tmp_path) for a in argv]
     cwd = None if cwd is None else cwd.format(tmp=tmp_path)
     ledger = Ledger(tmp_path / "state")
