@@ -17,6 +17,9 @@ span as the daemon logged it (its ``user`` event, appended just before the promp
 the child, to its ``result``). That is what the daemon adds at the turn's two ends (request,
 session loop, log, stdin; stdout, translation, log, websocket) with the vendor's time taken out.
 It does not cover round trips the daemon answers in the middle of a turn; the paired figure does.
+Last, the CPU time per turn of each daemon and of each path's vendor CLI (with what it ran): equal
+agent CPU on both paths with a slower turn through corral means the agent waited for a core
+(on a small machine a busy agent and the daemon's own CPU share the cores), not that it did more.
 The wire's timestamps have millisecond resolution, so one turn's edges are ±1 ms; their median
 over many turns is not.
 """
