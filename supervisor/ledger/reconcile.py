@@ -62,8 +62,9 @@ def reconcile(state_dir: str | os.PathLike[str], *, grace: float = 2.0) -> Recon
     Killed: a row's leader whose pid is alive with the same start token, with its process group
     and descendants; the surviving members of a recorded group whose leader died (while the
     group exists, no new process can own its id); any process whose marker names this state
-    dir and a child key (a state dir alone is what a user's shell may export). Spared: a process that started before the row it would belong to, a row from another
-    boot, a marker naming another state dir, this process, its ancestors and its live children.
+    dir and a child key (a state dir alone is what a user's shell may export). Spared: a process
+    that started before the row it would belong to, a row from another boot, a marker naming
+    another state dir, this process, its ancestors and its live children.
     A corrupt ledger is set aside and reported, and the marker scan still runs. Raises
     ``StorageFailed`` if the emptied ledger cannot be written.
     """

@@ -100,18 +100,26 @@ async def write_all(stream: trio.lowlevel.FdStream, data: bytes) -> None:
     was closed and ``trio.BrokenResourceError`` once the reader is gone; if cancelled, part of
     ``data`` may have been written."""
     await trio.lowlevel.checkpoint_if_cancelled()
-    try:
-        written = os.write(stream.fileno(), data)
-    except BlockingIOError:
-        written = 0
-    except OSError as exc:
-        if exc.errno == errno.EBADF:
-            raise trio.ClosedResourceError("the pipe was closed") from None
-        raise trio.BrokenResourceError(f"cannot write to the pipe: {exc}") from exc
+    written = write_nowait(stream.fileno(), data, "pipe")
     if written < len(data):
         await stream.send_all(memoryview(data)[written:])
     else:
         await trio.lowlevel.cancel_shielded_checkpoint()
+
+
+def write_nowait(fd: int, data: bytes, what: str) -> int:
+    """Write what the non-blocking ``fd`` (a pipe or a socket, named ``what`` in errors) takes
+    of ``data`` now; how many bytes that was (0 when it is full). Raises
+    ``trio.ClosedResourceError`` once ``fd`` was closed (-1 or ``EBADF``) and
+    ``trio.BrokenResourceError`` once the other end is gone, as trio's streams do."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError as exc:
+        if exc.errno == errno.EBADF:
+            raise trio.ClosedResourceError(f"the {what} was closed") from None
+        raise trio.BrokenResourceError(f"cannot write to the {what}: {exc}") from exc
 
 
 async def read_stderr_lines(

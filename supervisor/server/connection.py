@@ -25,10 +25,8 @@ and forgets it; no other connection notices.
 
 from __future__ import annotations
 
-import errno
 import itertools
 import logging
-import os
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -42,6 +40,7 @@ from protocol.errors import BadHandshake, CorralError, ErrorCode, Unauthorized
 from protocol.messages import ClientRequest, LoginCodeResult, SessionSubscribe, SessionUnsubscribe, UiLoginCode
 from protocol.models import DaemonInfo
 
+from supervisor.proc.pipes import write_nowait
 from supervisor.server.connection_core import ConnectionCore, Offer, Phase, Subscription
 
 __all__ = ["FLUSH_TIMEOUT", "Backend", "Connection", "FeedLike"]
@@ -343,14 +342,7 @@ def _write_now(stream: trio.abc.Stream, data: bytes) -> int:
     inner = getattr(stream, "stream", stream)  # ``web.Prefixed`` around the accepted socket
     if not isinstance(inner, trio.SocketStream):
         return 0
-    try:
-        return os.write(inner.socket.fileno(), data)
-    except BlockingIOError:
-        return 0
-    except OSError as exc:
-        if exc.errno == errno.EBADF:
-            raise trio.ClosedResourceError("the socket was closed") from None
-        raise trio.BrokenResourceError(f"cannot write to the client: {exc}") from exc
+    return write_nowait(inner.socket.fileno(), data, "client's socket")
 
 
 def _text_frame(payload: bytes) -> bytes:
