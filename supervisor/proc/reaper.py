@@ -13,10 +13,14 @@ would also steal the exit status of children that their owners are about to coll
 * A child forked by another process for us (a fork server's worker, re-parented to this
   subreaper) enters the live table through ``claim`` and is then owned like any other.
 * Code that forks *without* ``supervisor.proc.spawn`` (``trio.run_process``, ``subprocess.run``) owns
-  pids the table does not know. Its owners reap within microseconds of the exit, so the periodic
-  reaper (``run_orphan_reaper``) only reaps a zombie it already saw on the previous pass: a zombie
-  nobody claimed for a whole interval is an orphan. Calling ``reap_orphans()`` directly skips that
-  grace and is meant for tests and shutdown.
+  pids the table does not know. Its owners reap within microseconds of the exit, so the reaper
+  (``run_orphan_reaper``) reaps a zombie only once it has stayed one for a whole grace period:
+  a zombie nobody claimed for that long is an orphan. Calling ``reap_orphans()`` directly skips
+  that grace and is meant for tests and shutdown.
+
+The reaper does not poll: it scans when ``SIGCHLD`` says a child of ours changed state (the
+kernel sends it for an orphan re-parented to us as a zombie, too), and it keeps a timer only
+while a candidate waits out its grace. An idle daemon is not woken by it.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import signal
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import AsyncIterator, Collection, Iterator
 
 import psutil
 import trio
@@ -81,20 +86,28 @@ def reap_if_orphan(pid: int) -> bool:
 
 
 async def run_orphan_reaper(
-    interval: float = 1.0, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    grace: float = 1.0, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """Reap orphaned zombies every ``interval`` seconds, forever (start it with ``nursery.start``).
+    """Reap orphaned zombies for good (start it with ``nursery.start``): a scan on every
+    ``SIGCHLD``, and a zombie no one owns reaped once it stayed one for ``grace`` seconds (see
+    the module docstring). The /proc scans run in a worker thread. Cancelling it is safe at any
+    point.
 
-    A zombie is reaped on the pass after the one that first saw it (see the module docstring).
-    The /proc scans run in a worker thread. Cancelling it is safe at any point.
+    Signals reach only the main thread's ``trio.run``; elsewhere it scans every ``grace``
+    seconds instead.
     """
-    seen: set[int] = set()
-    task_status.started()
-    while True:
-        if seen:
-            await trio.to_thread.run_sync(lambda: reap_orphans(only=seen))
+    with _child_signals() as signals:
+        task_status.started()
         seen = await trio.to_thread.run_sync(orphan_zombies)
-        await trio.sleep(interval)
+        while True:
+            if seen:
+                await trio.sleep(grace)
+                await trio.to_thread.run_sync(lambda: reap_orphans(only=seen))
+            elif signals is None:
+                await trio.sleep(grace)
+            else:
+                await signals.__anext__()
+            seen = await trio.to_thread.run_sync(orphan_zombies)
 
 
 def claim(pid: int) -> None:
@@ -105,6 +118,16 @@ def claim(pid: int) -> None:
     """
     with _TABLE_LOCK:
         _claim(pid)
+
+
+@contextlib.contextmanager
+def _child_signals() -> Iterator[AsyncIterator[int] | None]:
+    """``SIGCHLD`` deliveries (coalesced), or None where this thread cannot receive signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    with trio.open_signal_receiver(signal.SIGCHLD) as signals:
+        yield signals
 
 
 def _claim(pid: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -365,7 +366,7 @@ async def test_orphan_reaper_never_takes_a_live_childs_status() -> None:
             stream.close()
 
 
-async def test_periodic_orphan_reaper_reaps_an_orphan() -> None:
+async def test_the_orphan_reaper_reaps_an_orphan_once_its_sigchld_comes() -> None:
     spec = ProcessSpec(key="o", argv=sleeper("--stay", "--grandchild", "orphan"), shutdown=1)
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
@@ -377,6 +378,29 @@ async def test_periodic_orphan_reaper_reaps_an_orphan() -> None:
                     await trio.sleep(0.01)
                 assert await child.close() == ExitStatus(reason="killed", signal="SIGTERM")
             nursery.cancel_scope.cancel()
+
+
+async def test_the_orphan_reaper_does_not_poll_an_idle_process(
+        autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An hour of quiet: one scan at the start, none after; a SIGCHLD brings exactly one more.
+    told, scans = trio.open_memory_channel[None](math.inf)
+
+    def scan() -> set[int]:
+        trio.from_thread.run_sync(told.send_nowait, None)
+        return set()
+
+    monkeypatch.setattr(reaper, "orphan_zombies", scan)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(reaper.run_orphan_reaper, 1.0)
+        for kick in (None, signal.SIGCHLD):
+            if kick is not None:
+                os.kill(os.getpid(), kick)
+            with trio.fail_after(60):
+                await scans.receive()
+            await trio.sleep(3600)
+            with pytest.raises(trio.WouldBlock):
+                scans.receive_nowait()
+        nursery.cancel_scope.cancel()
 
 
 async def test_concurrent_spawns_all_recorded(tmp_path: Path) -> None:
