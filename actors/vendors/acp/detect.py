@@ -52,10 +52,12 @@ async def probe(profile: Profile, binary: str | None, env: Mapping[str, str], *,
                      min_version=profile.min_version)
 
     async def version(path: str) -> str | ProbeFailed:
+        # The package's own version where the binary comes from its npm package (Copilot's
+        # ``--version`` says "GitHub Copilot CLI 1.0.102."), else what ``--version`` says.
         found: str | ProbeFailed = ProbeFailed(reason=f"{path} --version prints no version")
         if "version_from_package" not in profile.quirks:
             found = await probe_version(path, env, timeout=timeout)
-        if isinstance(found, ProbeFailed) and profile.package is not None:
+        if profile.package is not None:
             found = package_version(path, profile.package) or found
         return found
 

@@ -66,6 +66,18 @@ async def test_claude_acp_takes_its_version_from_the_package(tmp_path: Path) -> 
     assert (detection.available, detection.version, detection.path) == (True, "0.16.2", str(link))
 
 
+async def test_a_binary_from_its_npm_package_reports_the_packages_version(tmp_path: Path) -> None:
+    # Copilot's --version line is "GitHub Copilot CLI 1.0.102."; harness.list says 1.0.102.
+    package = tmp_path / "lib" / "node_modules" / "@github" / "copilot"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text(json.dumps({"name": "@github/copilot", "version": "1.0.102"}))
+    entry = script(package / "index.js", "print('GitHub Copilot CLI 1.0.102.')")
+    link = tmp_path / "copilot"
+    link.symlink_to(entry)
+    detection = await detector(PROFILES["copilot"], binary=str(link)).detect()
+    assert (detection.available, detection.version, detection.path) == (True, "1.0.102", str(link))
+
+
 async def test_detection_is_cached_and_lists_the_models_a_session_offered(
         tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
     counter = tmp_path / "count"
