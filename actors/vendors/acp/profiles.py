@@ -16,8 +16,8 @@ Quirks (checked against the pinned versions):
 * ``usage_cumulative``: ``PromptResponse.usage`` counts the whole session, not the turn (Copilot
   CLI 1.0.102); the turn's usage is the growth.
 * ``tool_name_in_id``: the tool's name is the part of ``toolCallId`` before ``__`` (Gemini).
-* ``version_from_package``: ``--version`` prints nothing; the version is the npm package's
-  (``claude-code-acp``).
+* ``version_from_package``: ``--version`` prints nothing, so it is not run (``claude-code-acp``).
+  Any profile with a ``package`` reports that package's version when its binary comes from it.
 
 ``opencode-acp`` (OpenCode 1.18.33, ``opencode acp``) has no permission mode in its ACP session
 (its ``mode`` option picks an agent, ``build`` or ``plan``): corral's mode reaches it as
