@@ -19,8 +19,9 @@ would also steal the exit status of children that their owners are about to coll
   that grace and is meant for tests and shutdown.
 
 The reaper does not poll: it scans when ``SIGCHLD`` says a child of ours changed state (the
-kernel sends it for an orphan re-parented to us as a zombie, too), and it keeps a timer only
-while a candidate waits out its grace. An idle daemon is not woken by it.
+kernel sends it for an orphan re-parented to us as a zombie, too), at most once per grace
+period, and keeps a timer only for a grace period after a scan. An idle daemon is not woken
+by it.
 """
 
 from __future__ import annotations
@@ -88,26 +89,23 @@ def reap_if_orphan(pid: int) -> bool:
 async def run_orphan_reaper(
     grace: float = 1.0, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """Reap orphaned zombies for good (start it with ``nursery.start``): a scan on every
-    ``SIGCHLD``, and a zombie no one owns reaped once it stayed one for ``grace`` seconds (see
-    the module docstring). The /proc scans run in a worker thread. Cancelling it is safe at any
-    point.
+    """Reap orphaned zombies for good (start it with ``nursery.start``): a scan after a
+    ``SIGCHLD``, at most one per ``grace`` seconds (a burst of exits costs one scan), and a zombie
+    no one owns reaped once it stayed one for ``grace`` seconds (see the module docstring). The
+    /proc scans run in a worker thread. Cancelling it is safe at any point.
 
     Signals reach only the main thread's ``trio.run``; elsewhere it scans every ``grace``
     seconds instead.
     """
     with _child_signals() as signals:
         task_status.started()
-        seen = await trio.to_thread.run_sync(orphan_zombies)
         while True:
-            if seen:
-                await trio.sleep(grace)
-                await trio.to_thread.run_sync(lambda: reap_orphans(only=seen))
-            elif signals is None:
-                await trio.sleep(grace)
-            else:
-                await signals.__anext__()
             seen = await trio.to_thread.run_sync(orphan_zombies)
+            await trio.sleep(grace)
+            if seen:
+                await trio.to_thread.run_sync(lambda: reap_orphans(only=seen))
+            elif signals is not None:
+                await signals.__anext__()  # at once if one came during the sleep
 
 
 def claim(pid: int) -> None:

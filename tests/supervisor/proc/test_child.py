@@ -400,6 +400,14 @@ async def test_the_orphan_reaper_does_not_poll_an_idle_process(
             await trio.sleep(3600)
             with pytest.raises(trio.WouldBlock):
                 scans.receive_nowait()
+        # A burst of exits within the grace period costs two scans, not one each.
+        for _ in range(20):
+            os.kill(os.getpid(), signal.SIGCHLD)
+            await trio.sleep(0.01)
+        await trio.sleep(3600)
+        assert [scans.receive_nowait() for _ in range(2)] == [None, None]
+        with pytest.raises(trio.WouldBlock):
+            scans.receive_nowait()
         nursery.cancel_scope.cancel()
 
 
