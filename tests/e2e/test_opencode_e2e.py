@@ -2,9 +2,8 @@
 
 OpenCode sessions have no process of their own: they attach to a shared server started by the
 daemon's ``opencode`` supervisor, through the driver's ``spawn`` hook, which the session runs
-from ``actors.session.child`` (the SessionCore rewrite). Until that session is in the tree these
-tests are skipped (the driver, server actor and translator are covered without a daemon in
-``tests/actors/vendors/opencode``).
+from ``actors.session.child`` (the driver, server actor and translator are also covered without
+a daemon in ``tests/actors/vendors/opencode``).
 
 Covered: a bash tool call whose file appears; permissions denied then allowed from a second
 client; an interrupt during a slow turn; a held prompt and three turns on one attachment; two
@@ -15,7 +14,6 @@ conversations; a close that leaves no process (the last close stops the server).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -36,12 +34,10 @@ from .daemonproc import raw_client, wait_gone
 from .vendor_rig import Rig, daemon_session, is_kind, marked_gone, of
 
 BINARY = opencode_binary()
-SPAWN_HOOK = importlib.util.find_spec("actors.session.child") is not None
 pytestmark = [
     pytest.mark.vendor,
     pytest.mark.skipif(BINARY is None and not os.environ.get("CI"),
                        reason=f"opencode is not installed ({INSTALL_HINT})"),
-    pytest.mark.skipif(not SPAWN_HOOK, reason="the session has no spawn hook yet (SessionCore)"),
 ]
 
 TIMEOUT = 150

@@ -7,6 +7,7 @@ tabs are closed after each test). Screenshots of the main views land in ``tests/
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import threading
@@ -31,7 +32,7 @@ from tests.fakes.claude_offline import OFFLINE_ENV, claude_binary
 from .uirig import CHROMEDRIVER, CHROMIUM, Daemon, Page, chromium, free_port, wait_for
 
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
+    pytest.mark.skipif((CHROMIUM is None or CHROMEDRIVER is None) and not os.environ.get("CI"),
                        reason="needs Debian's chromium and chromium-driver (.ci/run installs them)"),
     pytest.mark.timeout(240),  # a browser, a daemon and the CLI on two shared cores
 ]
