@@ -18,6 +18,7 @@ import os
 import signal
 import time
 from collections.abc import Iterable
+from typing import Literal
 
 import psutil
 import trio
@@ -151,17 +152,30 @@ def signal_all(procs: list[psutil.Process], sig: signal.Signals) -> None:
 
 
 async def wait_gone(procs: list[psutil.Process], deadline: float) -> list[psutil.Process]:
-    """Poll until every process is dead or ``deadline`` (trio time); return the survivors.
+    """Wait until every process is dead or ``deadline`` (trio time); return the survivors.
 
-    Cancellation: returns nothing, raises ``Cancelled``; nothing is left half-done.
+    Each process is watched through a pidfd, which wakes this task at its exit (no polling,
+    not even for processes that are not our children); one whose pidfd cannot be opened (out of
+    descriptors) is polled. Cancellation: returns nothing, raises ``Cancelled``; nothing is
+    left half-done.
     """
-    delay = 0.005
-    while True:
-        survivors = [p for p in procs if is_alive(p)]
-        if not survivors or trio.current_time() >= deadline:
-            return survivors
-        await trio.sleep(min(delay, max(0.0, deadline - trio.current_time())))
-        delay = min(delay * 2, 0.1)
+    watched: list[int] = []
+    polled: list[psutil.Process] = []
+    try:
+        for proc in procs:
+            fd = _pidfd(proc)
+            if isinstance(fd, int):
+                watched.append(fd)
+            elif fd == "poll":
+                polled.append(proc)
+        with trio.move_on_at(deadline):
+            for fd in watched:
+                await trio.lowlevel.wait_readable(fd)
+            await _poll_until_gone(polled, deadline)
+    finally:
+        for fd in watched:
+            os.close(fd)
+    return [p for p in procs if is_alive(p)]
 
 
 def wait_gone_blocking(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
@@ -173,6 +187,28 @@ def wait_gone_blocking(procs: list[psutil.Process], timeout: float) -> list[psut
         if not survivors or time.monotonic() >= deadline:
             return survivors
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.1)
+
+
+def _pidfd(proc: psutil.Process) -> int | Literal["gone", "poll"]:
+    """A pidfd for ``proc`` if it still runs (checked after opening, so a reused pid is never
+    watched in its place); ``"gone"`` if it does not; ``"poll"`` if none could be opened."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return "gone"
+    except OSError:
+        return "poll"
+    if not is_alive(proc):
+        os.close(fd)
+        return "gone"
+    return fd
+
+
+async def _poll_until_gone(procs: list[psutil.Process], deadline: float) -> None:
+    delay = 0.005
+    while any(is_alive(p) for p in procs) and trio.current_time() < deadline:
+        await trio.sleep(min(delay, max(0.0, deadline - trio.current_time())))
         delay = min(delay * 2, 0.1)
 
 

@@ -1,0 +1,84 @@
+"""``wait_gone``: a family member's death wakes the close sequence through its pidfd, not a poll."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import psutil
+import pytest
+import trio
+
+from supervisor.proc import killing
+
+
+def _sleeper(seconds: float) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts ``is_alive`` calls: a poll makes one per process per round."""
+    calls: list[int] = []
+    real = killing.is_alive
+
+    def counted(proc: psutil.Process) -> bool:
+        calls.append(proc.pid)
+        return real(proc)
+
+    monkeypatch.setattr(killing, "is_alive", counted)
+    yield calls
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_death_wakes_the_wait_without_polling(checks: list[int]) -> None:
+    child = _sleeper(0.5)
+    proc = psutil.Process(child.pid)
+    fds = _open_fds()
+    with trio.fail_after(30):
+        assert await killing.wait_gone([proc], trio.current_time() + 30) == []
+    # one look when the pidfd is opened, one at the end: none while it ran
+    assert checks == [child.pid, child.pid]
+    assert _open_fds() == fds
+    child.returncode = 0  # reaped as the orphan-of-ours zombie it was
+
+
+async def test_the_survivors_at_the_deadline_are_returned_and_nothing_leaks() -> None:
+    done, running = _sleeper(0), _sleeper(60)
+    try:
+        done.wait()
+        fds = _open_fds()
+        procs = [psutil.Process(running.pid)]
+        with trio.fail_after(30):
+            survivors = await killing.wait_gone(procs, trio.current_time() + 0.2)
+        assert [p.pid for p in survivors] == [running.pid]
+        assert _open_fds() == fds
+    finally:
+        running.kill()
+        running.wait()
+
+
+async def test_a_process_already_gone_is_not_waited_for() -> None:
+    gone = _sleeper(0)
+    proc = psutil.Process(gone.pid)
+    gone.wait()
+    with trio.fail_after(30):
+        assert await killing.wait_gone([proc], trio.current_time() + 30) == []
+
+
+async def test_without_pidfds_it_polls(monkeypatch: pytest.MonkeyPatch, checks: list[int]) -> None:
+    def no_descriptors(pid: int, flags: int = 0) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(os, "pidfd_open", no_descriptors)
+    child = _sleeper(0.5)
+    with trio.fail_after(30):
+        assert await killing.wait_gone([psutil.Process(child.pid)], trio.current_time() + 30) == []
+    assert len(checks) > 2  # it looked again and again
+    child.returncode = 0
