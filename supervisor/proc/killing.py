@@ -15,6 +15,7 @@ dead; if it is an orphan of ours (we are a subreaper) it is reaped on the spot.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
 from collections.abc import Iterable
@@ -159,15 +160,8 @@ async def wait_gone(procs: list[psutil.Process], deadline: float) -> list[psutil
     descriptors) is polled. Cancellation: returns nothing, raises ``Cancelled``; nothing is
     left half-done.
     """
-    watched: list[int] = []
-    polled: list[psutil.Process] = []
+    watched, polled = _watch(procs)
     try:
-        for proc in procs:
-            fd = _pidfd(proc)
-            if isinstance(fd, int):
-                watched.append(fd)
-            elif fd == "poll":
-                polled.append(proc)
         with trio.move_on_at(deadline):
             for fd in watched:
                 await trio.lowlevel.wait_readable(fd)
@@ -179,15 +173,40 @@ async def wait_gone(procs: list[psutil.Process], deadline: float) -> list[psutil
 
 
 def wait_gone_blocking(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
-    """``wait_gone`` for synchronous code (reconcile); returns the survivors."""
+    """``wait_gone`` for synchronous code (reconcile): the same pidfds, waited on with
+    ``poll``; returns the survivors."""
     deadline = time.monotonic() + timeout
-    delay = 0.005
-    while True:
-        survivors = [p for p in procs if is_alive(p)]
-        if not survivors or time.monotonic() >= deadline:
-            return survivors
-        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 2, 0.1)
+    watched, polled = _watch(procs)
+    try:
+        waiting = select.poll()
+        for fd in watched:
+            waiting.register(fd, select.POLLIN)
+        pending = len(watched)
+        delay = 0.005
+        while (pending or any(is_alive(p) for p in polled)) and time.monotonic() < deadline:
+            left = deadline - time.monotonic()
+            wait = min(delay, left) if polled else left
+            for fd, _ in waiting.poll(max(0, int(wait * 1000)) or 1):
+                waiting.unregister(fd)
+                pending -= 1
+            delay = min(delay * 2, 0.1)
+    finally:
+        for fd in watched:
+            os.close(fd)
+    return [p for p in procs if is_alive(p)]
+
+
+def _watch(procs: list[psutil.Process]) -> tuple[list[int], list[psutil.Process]]:
+    """Pidfds of those of ``procs`` that still run, and those that must be polled instead."""
+    watched: list[int] = []
+    polled: list[psutil.Process] = []
+    for proc in procs:
+        fd = _pidfd(proc)
+        if isinstance(fd, int):
+            watched.append(fd)
+        elif fd == "poll":
+            polled.append(proc)
+    return watched, polled
 
 
 def _pidfd(proc: psutil.Process) -> int | Literal["gone", "poll"]:
