@@ -14,6 +14,7 @@ dead; if it is an orphan of ours (we are a subreaper) it is reaped on the spot.
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import signal
@@ -182,13 +183,13 @@ def wait_gone_blocking(procs: list[psutil.Process], timeout: float) -> list[psut
         for fd in watched:
             waiting.register(fd, select.POLLIN)
         pending = len(watched)
-        delay = 0.005
-        while (pending or any(is_alive(p) for p in polled)) and time.monotonic() < deadline:
-            left = deadline - time.monotonic()
-            wait = min(delay, left) if polled else left
-            for fd, _ in waiting.poll(max(0, int(wait * 1000)) or 1):
+        while pending and (left := deadline - time.monotonic()) > 0:
+            for fd, _ in waiting.poll(math.ceil(left * 1000)):
                 waiting.unregister(fd)
                 pending -= 1
+        delay = 0.005
+        while any(is_alive(p) for p in polled) and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(delay, left))
             delay = min(delay * 2, 0.1)
     finally:
         for fd in watched:

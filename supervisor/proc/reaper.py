@@ -90,7 +90,7 @@ async def run_orphan_reaper(
     grace: float = 1.0, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Reap orphaned zombies for good (start it with ``nursery.start``): a scan after a
-    ``SIGCHLD``, at most one per ``grace`` seconds (a burst of exits costs one scan), and a zombie
+    ``SIGCHLD``, at most one per ``grace`` seconds (a burst of exits costs two), and a zombie
     no one owns reaped once it stayed one for ``grace`` seconds (see the module docstring). The
     /proc scans run in a worker thread. Cancelling it is safe at any point.
 

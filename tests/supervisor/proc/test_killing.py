@@ -13,7 +13,7 @@ import psutil
 import pytest
 import trio
 
-from supervisor.proc import killing
+from supervisor.proc import killing, prctl
 
 
 def _sleeper(seconds: float) -> subprocess.Popen[bytes]:
@@ -58,7 +58,26 @@ async def test_a_death_wakes_the_wait_without_polling(checks: list[int], wait: W
     # one look when the pidfd is opened, one at the end: none while it ran
     assert checks == [child.pid, child.pid]
     assert _open_fds() == fds
-    child.returncode = 0  # reaped as the orphan-of-ours zombie it was
+    child.wait()  # already reaped, as the orphan-of-ours zombie it was
+
+
+async def test_a_process_that_is_not_our_child_wakes_the_wait_too(checks: list[int],
+                                                                  wait: Wait) -> None:
+    # A helper that left the family's group: its parent (a shell) is gone and we are not a
+    # subreaper for the moment, so it is re-parented to someone else.
+    was = prctl.is_child_subreaper()
+    prctl.set_child_subreaper(False)
+    try:
+        shell = subprocess.run(
+            ["sh", "-c", f"{sys.executable} -c 'import time; time.sleep(0.5)' >/dev/null 2>&1 & echo $!"],
+            capture_output=True, check=True)
+    finally:
+        prctl.set_child_subreaper(was)
+    proc = psutil.Process(int(shell.stdout))
+    assert proc.ppid() != os.getpid()
+    with trio.fail_after(30):
+        assert await wait([proc], 30) == []
+    assert checks == [proc.pid, proc.pid]
 
 
 async def test_the_survivors_at_the_deadline_are_returned_and_nothing_leaks(wait: Wait) -> None:
@@ -94,4 +113,4 @@ async def test_without_pidfds_it_polls(monkeypatch: pytest.MonkeyPatch, checks: 
     with trio.fail_after(30):
         assert await wait([psutil.Process(child.pid)], 30) == []
     assert len(checks) > 2  # it looked again and again
-    child.returncode = 0
+    child.wait()
