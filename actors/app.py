@@ -130,7 +130,8 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``corral`` console script."""
-    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config, extra=_commands)
+    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config, extra=_commands,
+                                 components=("google-adk", "mcp"))
     return commands.main(argv, daemon=entry)
 
 
