@@ -13,7 +13,6 @@ import argparse
 import json
 import platform
 from collections.abc import Sequence
-from importlib import metadata
 
 from supervisor import __version__
 
@@ -31,6 +30,8 @@ def add_version_flag(parser: argparse.ArgumentParser) -> None:
 
 def versions(components: Sequence[str] = ()) -> dict[str, str]:
     """corral, python, trio and each of ``components`` (distribution names) → version."""
+    from importlib import metadata  # here: every other command would pay for scanning it in
+
     found = {"corral": __version__, "python": platform.python_version()}
     for name in ("trio", *components):
         try:
