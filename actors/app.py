@@ -23,12 +23,19 @@ import msgspec
 import trio
 from msgspec import Struct
 
+from actors import defaults
 from actors.fake import FakeDriver
 from actors.harness import HarnessRequest
 from actors.lsp import LanguageServers
 from actors.lsp.config import LspConfig
 from actors.mcp.config import McpConfig
-from actors.native.config import NativeConfig, decode_providers, load_prices
+from actors.native.config import (
+    PRICES_FILE,
+    NativeConfig,
+    decode_providers,
+    load_prices,
+    user_prices_path,
+)
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native import skillscmd
 from actors.native.forkservice import ForkServer
@@ -104,9 +111,9 @@ DAEMON_MODULE = "actors.app"
 class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole configuration; ``Config()`` is the default that runs with no file at all."""
 
-    # config/corral.toml spells it out and config/schema.json is its JSON Schema (a test keeps
-    # both in sync); supervisor.config.load_config(Config, path) reads a file. The docstrings
-    # of the sections are their descriptions in the schema.
+    # actors/defaults/corral.toml (config/corral.toml) spells it out and schema.json is its
+    # JSON Schema (tests keep both in sync); supervisor.config.load_config(Config, path) reads
+    # a file. The docstrings of the sections are their descriptions in the schema.
 
     daemon: DaemonConfig = DaemonConfig()
     sessions: SessionsConfig = SessionsConfig()
@@ -123,14 +130,25 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``corral`` console script."""
-    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config, extra=_commands)
+    entry = commands.DaemonEntry(run=serve, module=DAEMON_MODULE, config=Config, extra=_commands,
+                                 components=("google-adk", "mcp"))
     return commands.main(argv, daemon=entry)
 
 
 def _commands(command: commands.CommandAdder) -> None:
-    """The application's own commands, run in the CLI's process: run, probe, skills."""
+    """The application's own commands, run in the CLI's process: run, probe, skills, defaults."""
     add_native_commands(command, _providers)
     skillscmd.add_arguments(command("skills", _skills, skillscmd.HELP))
+    command("defaults", _defaults, "Print a default file shipped with corral, to read or copy "
+            "(works without a daemon).").add_argument(
+        "what", choices=tuple(defaults.FILES),
+        help="config: every configuration key at its default; schema: the configuration's JSON "
+             "Schema; prices: the model price table")
+
+
+def _defaults(args: argparse.Namespace) -> None:
+    """``corral defaults NAME``: the packaged file, byte for byte."""
+    sys.stdout.write(defaults.read(defaults.FILES[args.what]))
 
 
 def _skills(args: argparse.Namespace) -> int:
@@ -172,14 +190,15 @@ class _VendorArgs(TypedDict):
 def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
             forks: ForkServer | None = None) -> dict[str, Any]:
     """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers and
-    ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one.
+    ``[providers.<name>]`` tables (with the shipped price table and the user's ``prices.toml``)
+    the native one.
 
     ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
     that only list harnesses) OpenCode sessions get a private pool that is not running.
     ``forks`` is the daemon's native fork server; without one native workers are exec'd.
     """
     providers, warnings = decode_providers(config.providers)
-    prices, price_warnings = load_prices()
+    prices, price_warnings = load_prices((PRICES_FILE, user_prices_path()))
     for warning in warnings + price_warnings:
         log.warning("config: %s", warning)
     cache = DetectionCache()  # one for every vendor: harness.list and session.create read it

@@ -14,16 +14,20 @@ This is the same precedence as ``actors.native.models.resolve_provider`` (a test
 together), kept here because importing ``actors.native.models`` imports ADK and the SDKs, which
 the daemon must not pay for. Nothing here imports them.
 
-Prices come from ``config/prices.toml``: ``[MODEL] input = …, output = …, cache_read = …,
-cache_write = …`` in US dollars per million tokens. ``load_prices`` never fails: a bad entry is
-a warning and is left out (its model then has ``cost_usd: null``).
+Prices come from the price table shipped in the package (``actors/defaults/prices.toml``, the
+same bytes as the repository's ``config/prices.toml``), overlaid by ``prices.toml`` beside the
+user's configuration file (``~/.config/corral/prices.toml``): ``[MODEL] input = …, output = …,
+cache_read = …, cache_write = …`` in US dollars per million tokens; a model in the user's table
+replaces the shipped entry. ``load_prices`` never fails: a bad entry is a warning and is left out
+(its model then has ``cost_usd: null``).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,6 +36,9 @@ from msgspec import Meta
 
 from protocol.native import Price, ProviderKind, ProviderSettings
 from protocol.native_context import ContextSettings
+from supervisor.config import default_config_path
+
+from actors import defaults
 
 from .compaction.settings import CompactionConfig
 
@@ -48,6 +55,7 @@ __all__ = [
     "key_env",
     "load_prices",
     "resolve",
+    "user_prices_path",
 ]
 
 KINDS: tuple[ProviderKind, ...] = ("openai", "openai-chat", "anthropic", "gemini")
@@ -66,8 +74,8 @@ DEFAULT_KEY_ENVS: Mapping[ProviderKind, str] = {
     "gemini": "GEMINI_API_KEY",
 }
 
-PRICES_FILE = Path(__file__).resolve().parents[2] / "config" / "prices.toml"
-"""The editable price table shipped in the repository's ``config/``."""
+PRICES_FILE = defaults.file(defaults.PRICES)
+"""The price table shipped in the package (``config/prices.toml`` in the repository)."""
 
 _Positive = Annotated[int, Meta(ge=1)]
 _Retries = Annotated[int, Meta(ge=0, le=10)]
@@ -178,21 +186,30 @@ def resolve(spec: str, *, providers: Mapping[str, ProviderTable],
         timeout=table.timeout or defaults.timeout)
 
 
-def load_prices(path: Path = PRICES_FILE) -> tuple[dict[str, Price], list[str]]:
-    """The price table at ``path`` (none if it is missing) and a warning per bad entry."""
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}, []
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return {}, [f"price table {path} is unreadable and ignored: {exc}"]
+def user_prices_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``prices.toml`` beside the default configuration file (``~/.config/corral/``)."""
+    return default_config_path(environ).with_name("prices.toml")
+
+
+def load_prices(paths: Sequence[Traversable | Path] = (PRICES_FILE,)
+                ) -> tuple[dict[str, Price], list[str]]:
+    """The price tables at ``paths``, a later one's model replacing an earlier one's (a missing
+    file adds nothing), and a warning per bad entry or unreadable file. Blocking (reads files)."""
     prices: dict[str, Price] = {}
     warnings: list[str] = []
-    for model, entry in table.items():
+    for path in paths:
         try:
-            prices[model] = msgspec.convert(entry, Price)
-        except msgspec.ValidationError as exc:
-            warnings.append(f"price of {model!r} in {path} ignored: {exc}")
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            warnings.append(f"price table {path} is unreadable and ignored: {exc}")
+            continue
+        for model, entry in table.items():
+            try:
+                prices[model] = msgspec.convert(entry, Price)
+            except msgspec.ValidationError as exc:
+                warnings.append(f"price of {model!r} in {path} ignored: {exc}")
     return prices, warnings
 
 

@@ -54,7 +54,8 @@ FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, s
 """What a native session can do, statically (``detect`` adds the providers)."""
 
 NATIVE_ROOT = Path(__file__).resolve().parents[2]
-"""The source root that holds ``actors``: the cwd of workers and of the fork server."""
+"""The directory that holds ``actors`` (a source tree, or an install's site-packages): the cwd of
+workers and of the fork server, so that their ``python -m`` imports this very code."""
 
 SESSION_ENV = "CORRAL_SESSION_ID"
 """The worker's environment variable naming its session (how ``spawn`` knows whose asks)."""

@@ -41,6 +41,8 @@ class DaemonEntry(NamedTuple):
     config: type[Struct]
     extra: Callable[[CommandAdder], None] | None = None
     """Adds the application's own commands (``corral run``, ``corral probe``) to the parser."""
+    components: tuple[str, ...] = ()
+    """Distributions whose versions ``corral version`` lists after corral, Python and trio."""
 
 
 def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:

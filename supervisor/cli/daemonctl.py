@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import site
 import sys
 from pathlib import Path
 from collections.abc import Awaitable
@@ -130,15 +131,32 @@ def _spawn(state: StateDir, module: str, *, port: int | None, config: str | None
     if config is not None:
         argv += ["--config", str(Path(config).absolute())]
     env = dict(os.environ)
-    # The daemon runs the very code of this CLI, installed or not.
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    root = _source_root()
+    if root is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     log_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     return os.posix_spawn(sys.executable, argv, env, setsid=True, file_actions=[
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, str(state.log_path), log_flags, 0o600),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ])
+
+
+def _source_root() -> str | None:
+    """The directory that holds this code, when ``python -m`` would not find it on its own.
+
+    The daemon must run the very code of this CLI: from a source tree (run with ``PYTHONPATH``,
+    or a worktree beside an editable install of another) that takes its directory on the
+    daemon's ``PYTHONPATH``. An installed copy (a wheel in a venv, ``pipx``, ``uv tool``) lives
+    in a site directory the interpreter reads anyway; putting that on ``PYTHONPATH`` would put
+    it ahead of the standard library and hand it to every process the daemon starts, a user's
+    own ``python`` in a session included.
+    """
+    root = Path(__file__).resolve().parents[2]
+    sites = {Path(p).resolve() for p in site.getsitepackages()}
+    if site.ENABLE_USER_SITE:
+        sites.add(Path(site.getusersitepackages()).resolve())
+    return None if root in sites else str(root)
 
 
 async def _running_pid(root: Path) -> int | None:

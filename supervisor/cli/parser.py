@@ -13,6 +13,7 @@ from collections.abc import Callable
 from supervisor.cli import daemon, services, sessions
 from supervisor.cli.ui import add_ui_command
 from supervisor.cli.usage import Parser
+from supervisor.cli.version import add_version_flag, show as show_version
 from supervisor.cli.workspaces import add_workspace_commands
 
 __all__ = ["CommandAdder", "build_parser"]
@@ -32,6 +33,7 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
                              "else $XDG_STATE_HOME/corral)")
     parser = Parser(prog="corral", parents=[common],
                     description="Run coding-agent sessions under a local supervising daemon.")
+    add_version_flag(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(name: str, handler: Callable[[argparse.Namespace], int | None],
@@ -124,6 +126,8 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
     mcp_restart.add_argument("name", metavar="NAME")
     sub = command("protocol", services.protocol, "Protocol tools (works without a daemon).")
     sub.add_argument("what", choices=("schema",), help="schema: the client protocol's JSON Schema")
+    command("version", show_version, "Print the versions of corral, Python and its main libraries."
+            ).add_argument("--json", action="store_true", help="print one JSON object")
     if extra is not None:
         extra(command)
     return parser

@@ -1,5 +1,6 @@
 """The application's configuration (``actors.app.Config``): its defaults, the warnings each section
-gives, ``config/`` kept in sync, and the ``[harness.*]`` defaults every session gets.
+gives, the shipped default files (``actors/defaults``, the same bytes as ``config/``) kept in sync,
+and the ``[harness.*]`` defaults every session gets.
 
 The loader itself (paths, file errors, TOML errors) is tested in ``tests/supervisor/test_config.py``.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from actors import defaults
 from actors.app import Config, drivers
 from actors.session.config import HarnessConfig, SessionsConfig, harness_defaults
 from supervisor import config as loader
@@ -22,8 +24,8 @@ from supervisor.proc.config import ChildrenConfig
 from supervisor.server.config import DaemonConfig
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_TOML = ROOT / "config" / "corral.toml"
-SCHEMA_JSON = ROOT / "config" / "schema.json"
+DEFAULT_TOML = defaults.read(defaults.CONFIG)
+SCHEMA_JSON = defaults.read(defaults.SCHEMA)
 
 
 # --- defaults and paths ---------------------------------------------------------------------
@@ -265,23 +267,43 @@ def test_non_loopback_host_is_allowed_but_warned_about(host: str) -> None:
     assert "not a loopback address" in loaded.warnings[0]
 
 
-# --- config/ stays in sync with the Structs ---------------------------------------------------
+# --- the shipped default files stay in sync with the Structs and with config/ ---------------
+
+
+@pytest.mark.parametrize("name", sorted(defaults.FILES.values()))
+def test_config_dir_holds_the_very_bytes_the_package_ships(name: str) -> None:
+    # actors/defaults/ is what the code reads (package data, in a wheel too); config/ is where a
+    # reader of the repository finds them. Edit one, then: cp actors/defaults/NAME config/NAME
+    # (or the other way round).
+    packaged = defaults.file(name).read_bytes()
+    assert (ROOT / "config" / name).read_bytes() == packaged, f"config/{name} differs"
+
+
+def test_config_dir_has_nothing_the_package_does_not_ship() -> None:
+    assert {p.name for p in (ROOT / "config").iterdir()} == set(defaults.FILES.values())
+
+
+def test_the_packaged_files_are_package_data_in_pyproject() -> None:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = data["tool"]["setuptools"]["package-data"]["actors.defaults"]
+    shipped = {p.name for p in (ROOT / "actors" / "defaults").iterdir()
+               if any(p.match(pattern) for pattern in patterns)}
+    assert shipped == set(defaults.FILES.values())
 
 
 def test_default_file_is_exactly_the_defaults() -> None:
-    text = DEFAULT_TOML.read_text(encoding="utf-8")
-    loaded = parse_config(text, source=str(DEFAULT_TOML))
+    loaded = parse_config(DEFAULT_TOML, source=defaults.CONFIG)
     assert loaded.warnings == []
     assert loaded.config == Config()
     # Every key is written out (not left to its default) and nothing else is.
-    written = tomllib.loads(text)
+    written = tomllib.loads(DEFAULT_TOML)
     assert written == msgspec.to_builtins(Config())
 
 
 def test_every_key_in_the_default_file_is_documented() -> None:
     undocumented = []
     previous = ""
-    for line in DEFAULT_TOML.read_text(encoding="utf-8").splitlines():
+    for line in DEFAULT_TOML.splitlines():
         if line and not line.startswith(("#", "[")) and not previous.startswith("#"):
             undocumented.append(line)
         if line:
@@ -290,7 +312,7 @@ def test_every_key_in_the_default_file_is_documented() -> None:
 
 
 def test_default_file_harness_example_loads_cleanly_when_uncommented() -> None:
-    lines = DEFAULT_TOML.read_text(encoding="utf-8").splitlines()
+    lines = DEFAULT_TOML.splitlines()
     start = lines.index("# [harness.claude]")
     example = []
     for line in lines[start:]:
@@ -312,8 +334,8 @@ def test_default_file_harness_example_loads_cleanly_when_uncommented() -> None:
 def test_schema_file_is_in_sync() -> None:
     # Regenerate with: python -c 'import json; from supervisor.config import config_schema;
     #   from actors.app import Config; print(json.dumps(config_schema(Config), indent=2))'
-    #   > config/schema.json
-    assert json.loads(SCHEMA_JSON.read_text(encoding="utf-8")) == config_schema(Config)
+    #   > actors/defaults/schema.json && cp actors/defaults/schema.json config/
+    assert json.loads(SCHEMA_JSON) == config_schema(Config)
 
 
 # --- [harness.*] ------------------------------------------------------------------------------

@@ -10,7 +10,14 @@ import msgspec
 import pytest
 
 from actors.harness import HarnessRequest, Send
-from actors.native.config import ProviderTable, decode_providers, load_prices, resolve
+from actors.native.config import (
+    PRICES_FILE,
+    ProviderTable,
+    decode_providers,
+    load_prices,
+    resolve,
+    user_prices_path,
+)
 from actors.native.driver import NativeDriver
 from actors.native.translate import NativeTranslator
 from protocol.errors import BadRequest, ProtocolError, SessionBusy, UnknownPermission
@@ -245,6 +252,23 @@ def test_the_shipped_price_table_loads_and_covers_the_current_models() -> None:
 def test_a_bad_price_entry_is_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "prices.toml"
     path.write_text('[good]\ninput = 1\noutput = 2\n[bad]\ninput = "cheap"\n')
-    prices, warnings = load_prices(path)
+    prices, warnings = load_prices([path])
     assert list(prices) == ["good"] and len(warnings) == 1
-    assert load_prices(tmp_path / "missing.toml") == ({}, [])
+    assert load_prices([tmp_path / "missing.toml"]) == ({}, [])
+    (tmp_path / "broken.toml").write_text("[x\n")
+    prices, warnings = load_prices([path, tmp_path / "broken.toml"])
+    assert list(prices) == ["good"] and "broken.toml is unreadable" in warnings[-1]
+
+
+def test_the_user_price_table_overrides_and_adds_to_the_shipped_one(tmp_path: Path) -> None:
+    user = user_prices_path({"XDG_CONFIG_HOME": str(tmp_path)})
+    assert user == tmp_path / "corral" / "prices.toml"
+    user.parent.mkdir()
+    user.write_text('["gpt-4.1-mini"]\ninput = 9\noutput = 9\n["my-model"]\ninput = 1\noutput = 1\n')
+    shipped, _ = load_prices()
+    prices, warnings = load_prices([PRICES_FILE, user])
+    assert warnings == []
+    assert prices["gpt-4.1-mini"] == Price(input=9, output=9)
+    assert prices["my-model"] == Price(input=1, output=1)
+    assert {k: v for k, v in prices.items() if k not in ("gpt-4.1-mini", "my-model")} == {
+        k: v for k, v in shipped.items() if k != "gpt-4.1-mini"}
