@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from actors.redaction import redact
 from actors.vendors.claude.errors import classify
 from actors.vendors.claude.frames import ApiUsage, ResultFrame
 from protocol.events import Error, Result, Usage
@@ -64,7 +65,7 @@ def build_result(
     )
     if not is_error:
         return result, None
-    message = "; ".join(m for m in [frame.result or "", *frame.errors] if m) or frame.subtype
+    message = redact("; ".join(m for m in [frame.result or "", *frame.errors] if m) or frame.subtype)
     verdict = classify(message, status=frame.api_error_status, tag=error_tag, subtype=frame.subtype)
     return result, Error(error_class=verdict.error_class, code=verdict.code, message=message)
 

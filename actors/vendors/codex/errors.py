@@ -30,7 +30,7 @@ code                                class         when
 ``codex.unknown.error``             unknown       anything else
 ==================================  ============  =============================================
 
-Messages are redacted: anything shaped like an API key (``sk-…``) is masked.
+Messages are redacted: anything shaped like an API key is masked (``actors.redaction``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from actors.redaction import redact
 from protocol.base import Data
 from protocol.events import Error, ErrorClass
 
@@ -81,12 +82,7 @@ def rpc_error(method: str, code: int, message: str) -> Classification:
                           message=f"{method} failed ({code}): {redact(message)}")
 
 
-def redact(text: str) -> str:
-    """Mask API-key-shaped tokens so an error message never carries a secret."""
-    return _KEY.sub("sk-***", text)
 
-
-_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{2,}")
 
 _CODES: dict[str, tuple[ErrorClass, str]] = {
     "invalid_key": ("auth", "codex.auth.invalid_key"),

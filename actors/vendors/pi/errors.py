@@ -24,17 +24,18 @@ code                             class         when
 ``pi.unknown.error``             unknown       anything else
 ===============================  ============  =============================================
 
-Messages are redacted: anything shaped like an API key (``sk-…``) is masked.
+Messages are redacted: anything shaped like an API key is masked (``actors.redaction``).
 """
 
 from __future__ import annotations
 
 import re
 
+from actors.redaction import redact
 from protocol.base import Data
 from protocol.events import Error, ErrorClass
 
-__all__ = ["Classification", "classify", "command_failed", "redact"]
+__all__ = ["Classification", "classify", "command_failed"]
 
 
 class Classification(Data, kw_only=True, frozen=True):
@@ -67,12 +68,7 @@ def command_failed(command: str, error: str | None) -> Classification:
                           message=f"pi refused {command}: {redact(error or 'no reason given')}")
 
 
-def redact(text: str) -> str:
-    """Mask API-key-shaped tokens so an error message never carries a secret."""
-    return _KEY.sub("sk-***", text)
 
-
-_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{2,}")
 
 _RULES: tuple[tuple[str, ErrorClass, str], ...] = (
     (r"insufficient_quota|exceeded your current quota|billing|credit balance", "entitlement",
