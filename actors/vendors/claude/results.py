@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from actors.redaction import redact
 from actors.vendors.claude.errors import classify
 from actors.vendors.claude.frames import ApiUsage, ResultFrame
 from protocol.events import Error, Result, Usage
@@ -65,9 +64,9 @@ def build_result(
     )
     if not is_error:
         return result, None
-    message = redact("; ".join(m for m in [frame.result or "", *frame.errors] if m) or frame.subtype)
+    message = "; ".join(m for m in [frame.result or "", *frame.errors] if m) or frame.subtype
     verdict = classify(message, status=frame.api_error_status, tag=error_tag, subtype=frame.subtype)
-    return result, Error(error_class=verdict.error_class, code=verdict.code, message=message)
+    return result, verdict.event()
 
 
 def merge(first: Result, then: Result) -> Result:

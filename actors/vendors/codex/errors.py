@@ -39,20 +39,8 @@ import re
 from typing import Any
 
 from actors.redaction import redact
-from protocol.base import Data
-from protocol.events import Error, ErrorClass
-
-
-class Classification(Data, kw_only=True, frozen=True):
-    """An error's family, stable code and redacted message."""
-
-    error_class: ErrorClass
-    code: str
-    message: str
-
-    def event(self) -> Error:
-        """The normalized ``error`` event for this classification."""
-        return Error(code=self.code, message=self.message, error_class=self.error_class)
+from actors.vendors.errors import Classification
+from protocol.events import ErrorClass
 
 
 def classify(message: str, *, status: int | None = None, info: Any = None) -> Classification:

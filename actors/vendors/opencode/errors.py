@@ -30,19 +30,10 @@ from __future__ import annotations
 import re
 
 from actors.redaction import redact
-from protocol.base import Data
-from protocol.events import Error, ErrorClass
+from actors.vendors.errors import Classification
+from protocol.events import ErrorClass
 
-__all__ = ["Classification", "classify"]
-
-
-class Classification(Data, kw_only=True, frozen=True):
-    error_class: ErrorClass
-    code: str
-    message: str
-
-    def event(self) -> Error:
-        return Error(code=self.code, message=self.message, error_class=self.error_class)
+__all__ = ["classify"]
 
 
 def classify(message: str, *, name: str | None = None, status: int | None = None) -> Classification:

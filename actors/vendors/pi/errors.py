@@ -32,22 +32,10 @@ from __future__ import annotations
 import re
 
 from actors.redaction import redact
-from protocol.base import Data
-from protocol.events import Error, ErrorClass
+from actors.vendors.errors import Classification
+from protocol.events import ErrorClass
 
-__all__ = ["Classification", "classify", "command_failed"]
-
-
-class Classification(Data, kw_only=True, frozen=True):
-    """An error's family, stable code and redacted message."""
-
-    error_class: ErrorClass
-    code: str
-    message: str
-
-    def event(self) -> Error:
-        """The normalized ``error`` event for this classification."""
-        return Error(code=self.code, message=self.message, error_class=self.error_class)
+__all__ = ["classify", "command_failed"]
 
 
 def classify(message: str) -> Classification:
