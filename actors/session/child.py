@@ -9,7 +9,7 @@ closed ends its run normally and stays down; any other end is a crash and is res
 One run of ``Harness.run`` is one *generation*. It spawns the child, tells the session
 (``ChildSpawned``, or ``ChildSpawnFailed`` and a crash), forwards every stdout frame
 (``ChildFrame``), and when stdout ends it runs the child's close sequence to the end (so the
-exit status is known and nothing of the child is left) and reports ``ChildExited``. The session
+exit status is known and nothing of the child is left) and reports ``ChildReaped``. The session
 talks back through ``write(gen, data)``, ``close(gen, goodbye)`` and ``run_work(gen, id, job)``:
 each names the generation, and a generation that is no longer running gets nothing.
 
@@ -18,7 +18,7 @@ generation opens the driver's ``worker`` around its child's life, and a nursery 
 ``run_work`` starts a job there, beside the frame loop (a terminal's wait may block for long),
 and its outcome goes to the session as ``WorkDone``. When the child ends, its jobs are cancelled
 and the worker is closed (it kills what the jobs left running: terminal process groups) before
-``ChildExited`` is told, so nothing of a dead generation runs on.
+``ChildReaped`` is told, so nothing of a dead generation runs on.
 
 How a child is spawned is one function, ``spawn_process``; a driver with a ``spawn`` attribute
 of the same shape replaces it (a native harness forks its worker from a fork server; tests run
@@ -42,15 +42,15 @@ from actors.session.ending import describe_exit
 from actors.session.framelog import FrameLog
 from actors.session.messages import (
     ChildBroken,
-    ChildExited,
     ChildFrame,
+    ChildReaped,
     ChildSpawned,
     ChildSpawnFailed,
     GaveUp,
     Input,
     WorkDone,
 )
-from protocol.errors import ActorGone, ChildExited as ChildExitedError, CorralError, IntensityExceeded
+from protocol.errors import ActorGone, ChildExited, CorralError, IntensityExceeded
 from actors.session.config import SessionsConfig
 from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.child import Goodbye, open_child
@@ -165,7 +165,7 @@ class Harness:
                 code, message = _describe_failure(exc)
                 with contextlib.suppress(ActorGone):
                     await self._tell(ChildSpawnFailed(gen=gen, code=code, message=message))
-                raise ChildExitedError(f"harness child {gen} did not start: {message}") from exc
+                raise ChildExited(f"harness child {gen} did not start: {message}") from exc
             running = Generation(gen, child)
             self.running[gen] = running
             try:
@@ -181,13 +181,13 @@ class Harness:
                     running.jobs = None
                 if status is None:
                     return  # the session is gone; the child is closed on the way out
-                await self._tell(ChildExited(gen=gen, status=status))
+                await self._tell(ChildReaped(gen=gen, status=status))
             except ActorGone:
                 return
             finally:
                 del self.running[gen]
         if not running.asked.is_set():
-            raise ChildExitedError(f"harness child {gen} {describe_exit(status)}")
+            raise ChildExited(f"harness child {gen} {describe_exit(status)}")
 
     async def write(self, gen: int, data: bytes) -> None:
         """Send ``data`` to generation ``gen`` if it still runs; a dead child gets nothing."""

@@ -26,8 +26,8 @@ __all__ = [
     "Abort",
     "Answer",
     "ChildBroken",
-    "ChildExited",
     "ChildFrame",
+    "ChildReaped",
     "ChildSpawnFailed",
     "ChildSpawned",
     "CloseChild",
@@ -88,7 +88,7 @@ class ChildBroken(msgspec.Struct, frozen=True, kw_only=True):
     message: str
 
 
-class ChildExited(msgspec.Struct, frozen=True, kw_only=True):
+class ChildReaped(msgspec.Struct, frozen=True, kw_only=True):
     """Generation ``gen`` ended and was reaped (``status`` is ``None`` when it is not known)."""
 
     gen: int
@@ -133,7 +133,7 @@ class Tick(msgspec.Struct, frozen=True):
 
 
 Input = (
-    Request | ChildSpawned | ChildSpawnFailed | ChildFrame | ChildBroken | ChildExited | WorkDone
+    Request | ChildSpawned | ChildSpawnFailed | ChildFrame | ChildBroken | ChildReaped | WorkDone
     | GaveUp | Stop | Abandoned | Abort | StorageLost | Tick
 )
 
