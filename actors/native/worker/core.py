@@ -55,7 +55,7 @@ from .agent import APP_NAME, USER_ID, ModelSlot
 from .assembly import (
     ModelFactory, StartFailed, WorkerHooks, compose, default_model, open_start, tool_kinds,
 )
-from .autonomy import AutonomousRun, DoneBox, Ledger, continuation, ledger_path, start_run
+from .autonomy import AutonomousRun, DoneBox, RunProgress, continuation, progress_path, start_run
 from .compactor import Compactor, model_summarizer
 from .daemon_tools import DIAGNOSTICS
 from .depth import Depth
@@ -243,13 +243,13 @@ class Worker:
         self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
 
     def _resume_autonomous(self) -> None:
-        """A run a dead worker left unfinished (its ledger has no stop reason) goes on now."""
+        """A run a dead worker left unfinished (its progress file has no stop reason) goes on now."""
         start = self._start
         if start is None or start.autonomous is None:
             return
-        ledger = Ledger.load(ledger_path(start.store_dir, self._session_id))
-        if ledger is not None and ledger.stop_reason is None:
-            self._resume = continuation(start.autonomous, ledger)
+        progress = RunProgress.load(progress_path(start.store_dir, self._session_id))
+        if progress is not None and progress.stop_reason is None:
+            self._resume = continuation(start.autonomous, progress)
             self._queued.append(self._resume)
             self._next_turn()
 
