@@ -21,10 +21,10 @@ Client-side work (optional, additive). Some protocols make the agent call *us* f
 it hands such a job out as a ``Work`` output, and only when the session said it runs them
 (``HarnessRequest.runs_work``). A session that sets ``runs_work`` must, per child process:
 
-1. open ``async with driver.worker(request, ledger) as worker:`` around the child's life
-   (drivers whose translators emit ``Work`` have ``worker``; it returns an async context
+1. open ``async with driver.work_runner(request, ledger) as runner:`` around the child's life
+   (drivers whose translators emit ``Work`` have ``work_runner``; it returns an async context
    manager; process children it starts are recorded in ``ledger``, the crash ledger, if given);
-2. for each ``Work(id, job)`` output, start ``outcome = await worker.run(job)`` in a nursery that
+2. for each ``Work(id, job)`` output, start ``outcome = await runner.run(job)`` in a nursery that
    belongs to that child (jobs may block for long, e.g. a terminal's wait for exit: never in the
    frame loop), and when it returns, if that child is still the current one, hand
    ``translator.finished(id, outcome, now)``'s outputs to the usual output handling;
@@ -32,7 +32,7 @@ it hands such a job out as a ``Work`` output, and only when the session said it 
    with`` block (it kills and reaps what the jobs left running, e.g. terminal process groups,
    shielded and bounded). Outcomes of a dead child are dropped.
 
-``actors.session.child`` does this for every session whose driver has ``worker``;
+``actors.session.child`` does this for every session whose driver has ``work_runner``;
 ``tests/actors/vendors/acp/live.py`` does the same around a real agent without a daemon.
 """
 
@@ -62,7 +62,7 @@ class HarnessRequest(Data, kw_only=True, frozen=True):
     runs_work: bool = False
     """The session runs ``Work`` outputs (see the module docstring); translators emit none if not."""
     state_dir: str | None = None
-    """The daemon's state directory: client-side work never touches it (the worker refuses it),
+    """The daemon's state directory: client-side work never touches it (the work runner refuses it),
     bar a session cwd that is a worktree under it."""
 
 
@@ -83,12 +83,12 @@ class Send(Data, kw_only=True, frozen=True):
 
 
 class Work(Data, kw_only=True, frozen=True):
-    """Client-side I/O the harness asked for: run ``job`` with the driver's ``Worker`` and give
+    """Client-side I/O the harness asked for: run ``job`` with the driver's ``WorkRunner`` and give
     the outcome back through ``translator.finished(id, …)`` (see the module docstring)."""
 
     id: int
     job: Any
-    """A job the driver's worker understands (a frozen msgspec Struct); opaque to the session."""
+    """A job the driver's work runner understands (a frozen msgspec Struct); opaque to the session."""
 
 
 Output = Event | Send
@@ -98,14 +98,14 @@ WorkOutput = Event | Send | Work
 """What a translator built with ``runs_work`` may hand back (``Output`` plus ``Work``)."""
 
 
-class Worker(Protocol):
-    """Runs one child's ``Work`` jobs (I/O); one per child process, from ``driver.worker``."""
+class WorkRunner(Protocol):
+    """Runs one child's ``Work`` jobs (I/O); one per child process, from ``driver.work_runner``."""
 
     async def run(self, job: Any) -> Any:
         """Do ``job`` and return its outcome; a failure of the job is an outcome, not a raise.
 
         Cancellation: cancelling it abandons the job; what it started is killed when the
-        worker's ``async with`` block ends.
+        work runner's ``async with`` block ends.
         """
 
 
@@ -166,5 +166,5 @@ class Driver(Protocol):
         load every provider to list them); a fast one runs every time."""
 
     # Drivers whose translators emit ``Work`` also have
-    # ``worker(self, request: HarnessRequest, ledger: Any = None)
-    #  -> AbstractAsyncContextManager[Worker]``.
+    # ``work_runner(self, request: HarnessRequest, ledger: Any = None)
+    #  -> AbstractAsyncContextManager[WorkRunner]``.

@@ -2,6 +2,7 @@
 
 * ``protocol`` imports nothing of ours (and neither trio nor any process library);
 * ``supervisor`` imports only ``protocol`` of ours;
+* ``supervisor.proc`` does not import ``supervisor.ledger`` (the ledger imports ``proc``);
 * only ``actors/app.py`` (the composition root) imports ``supervisor.server``,
   ``supervisor.client`` or ``supervisor.cli``;
 * importing ``supervisor`` alone does not import the websocket client (or anything else);
@@ -104,6 +105,14 @@ def test_only_the_composition_root_wires_server_client_and_cli(module: str) -> N
         return
     wired = {n for n in _closure(module) if n.startswith(WIRING_ROOMS)}
     assert wired == set(), f"{module} reaches {sorted(wired)}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("supervisor.proc")))
+def test_process_children_do_not_import_the_ledger(module: str) -> None:
+    """The ledger builds on ``proc`` (identity, killing); a child is handed a ``SpawnRecorder``
+    (``supervisor.proc.recorder``) instead of importing the ledger, so there is no cycle."""
+    reach = {n for n in _closure(module) if n.startswith("supervisor.ledger")}
+    assert reach == set(), f"{module} reaches {sorted(reach)}"
 
 
 def test_the_checker_sees_transitive_imports() -> None:

@@ -39,7 +39,7 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
-from actors.native.gate import Gate
+from actors.native.askrules import AskRules
 from actors.native.models import ModelError, usage_of
 from actors.native.tools import TOOLS, Limits, Workspace
 from actors.native.worker.agent import CodingTool
@@ -131,11 +131,11 @@ async def run_once(llm: BaseLlm, prompt: str, *, cwd: str, tools: Sequence[str] 
         workspace = Workspace(cwd, limits=tool_limits)
     except (OSError, ValueError) as exc:
         return RunResult(outcome="bad_request", message=f"cwd {cwd!r}: {exc}")
-    gate = Gate(Permissions(mode="auto"))
+    ask_rules = AskRules(Permissions(mode="auto"))
     state = _RunState(limits, progress)
     agent = LlmAgent(
         name="corral", model=llm, instruction=lambda _ctx: _INSTRUCTION.format(cwd=workspace.root),
-        tools=[CodingTool(by_name[name], workspace, gate) for name in wanted],
+        tools=[CodingTool(by_name[name], workspace, ask_rules) for name in wanted],
         generate_content_config=types.GenerateContentConfig(
             max_output_tokens=limits.max_output_tokens),
         before_model_callback=state.before_model, after_model_callback=state.after_model)

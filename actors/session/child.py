@@ -9,16 +9,16 @@ closed ends its run normally and stays down; any other end is a crash and is res
 One run of ``Harness.run`` is one *generation*. It spawns the child, tells the session
 (``ChildSpawned``, or ``ChildSpawnFailed`` and a crash), forwards every stdout frame
 (``ChildFrame``), and when stdout ends it runs the child's close sequence to the end (so the
-exit status is known and nothing of the child is left) and reports ``ChildExited``. The session
+exit status is known and nothing of the child is left) and reports ``ChildReaped``. The session
 talks back through ``write(gen, data)``, ``close(gen, goodbye)`` and ``run_work(gen, id, job)``:
 each names the generation, and a generation that is no longer running gets nothing.
 
 Client-side work (``actors.harness``). When the request says the session runs ``Work``, each
-generation opens the driver's ``worker`` around its child's life, and a nursery for its jobs:
+generation opens the driver's ``work_runner`` around its child's life, and a nursery for its jobs:
 ``run_work`` starts a job there, beside the frame loop (a terminal's wait may block for long),
 and its outcome goes to the session as ``WorkDone``. When the child ends, its jobs are cancelled
-and the worker is closed (it kills what the jobs left running: terminal process groups) before
-``ChildExited`` is told, so nothing of a dead generation runs on.
+and the runner is closed (it kills what the jobs left running: terminal process groups) before
+``ChildReaped`` is told, so nothing of a dead generation runs on.
 
 How a child is spawned is one function, ``spawn_process``; a driver with a ``spawn`` attribute
 of the same shape replaces it (a native harness forks its worker from a fork server; tests run
@@ -37,20 +37,20 @@ from typing import Any, Protocol
 
 import trio
 
-from actors.harness import Driver, HarnessRequest, Launch, Worker
+from actors.harness import Driver, HarnessRequest, Launch, WorkRunner
 from actors.session.ending import describe_exit
 from actors.session.framelog import FrameLog
 from actors.session.messages import (
     ChildBroken,
-    ChildExited,
     ChildFrame,
+    ChildReaped,
     ChildSpawned,
     ChildSpawnFailed,
     GaveUp,
     Input,
     WorkDone,
 )
-from protocol.errors import ActorGone, ChildExited as ChildExitedError, CorralError, IntensityExceeded
+from protocol.errors import ActorGone, ChildExited, CorralError, IntensityExceeded
 from actors.session.config import SessionsConfig
 from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.child import Goodbye, open_child
@@ -99,9 +99,9 @@ class Generation:
     def __init__(self, gen: int, child: HarnessChild) -> None:
         self.gen = gen
         self.child = child
-        self.worker: Worker | None = None
+        self.runner: WorkRunner | None = None
         self.jobs: trio.Nursery | None = None
-        """Where this child's ``Work`` runs (with ``worker``), when the session runs it."""
+        """Where this child's ``Work`` runs (with ``runner``), when the session runs it."""
         self.goodbye: tuple[bytes, ...] = ()
         self.asked = trio.Event()
         """Set when the session asked this child to close: its end is then not a crash."""
@@ -165,15 +165,15 @@ class Harness:
                 code, message = _describe_failure(exc)
                 with contextlib.suppress(ActorGone):
                     await self._tell(ChildSpawnFailed(gen=gen, code=code, message=message))
-                raise ChildExitedError(f"harness child {gen} did not start: {message}") from exc
+                raise ChildExited(f"harness child {gen} did not start: {message}") from exc
             running = Generation(gen, child)
             self.running[gen] = running
             try:
                 task_status.started(running)
                 async with AsyncExitStack() as work:
                     if request.runs_work:
-                        worker = self.driver.worker(request, self.ledger)  # type: ignore[attr-defined]
-                        running.worker = await work.enter_async_context(worker)
+                        opened = self.driver.work_runner(request, self.ledger)  # type: ignore[attr-defined]
+                        running.runner = await work.enter_async_context(opened)
                         running.jobs = await work.enter_async_context(trio.open_nursery())
                         work.callback(running.jobs.cancel_scope.cancel)  # first on the way out
                     await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid))
@@ -181,13 +181,13 @@ class Harness:
                     running.jobs = None
                 if status is None:
                     return  # the session is gone; the child is closed on the way out
-                await self._tell(ChildExited(gen=gen, status=status))
+                await self._tell(ChildReaped(gen=gen, status=status))
             except ActorGone:
                 return
             finally:
                 del self.running[gen]
         if not running.asked.is_set():
-            raise ChildExitedError(f"harness child {gen} {describe_exit(status)}")
+            raise ChildExited(f"harness child {gen} {describe_exit(status)}")
 
     async def write(self, gen: int, data: bytes) -> None:
         """Send ``data`` to generation ``gen`` if it still runs; a dead child gets nothing."""
@@ -202,15 +202,15 @@ class Harness:
             pass  # the child is gone: its exit is on its way to the session
 
     def run_work(self, gen: int, work_id: int, job: Any) -> None:
-        """Start job ``work_id`` with generation ``gen``'s worker; its ``WorkDone`` follows.
+        """Start job ``work_id`` with generation ``gen``'s runner; its ``WorkDone`` follows.
         A generation that no longer runs (or runs no work) gets nothing."""
         running = self.running.get(gen)
-        if running is None or running.jobs is None or running.worker is None:
+        if running is None or running.jobs is None or running.runner is None:
             return
-        running.jobs.start_soon(self._work, running.gen, running.worker, work_id, job)
+        running.jobs.start_soon(self._work, running.gen, running.runner, work_id, job)
 
-    async def _work(self, gen: int, worker: Worker, work_id: int, job: Any) -> None:
-        outcome = await worker.run(job)
+    async def _work(self, gen: int, runner: WorkRunner, work_id: int, job: Any) -> None:
+        outcome = await runner.run(job)
         with contextlib.suppress(ActorGone):
             await self._tell(WorkDone(gen=gen, id=work_id, outcome=outcome))
 

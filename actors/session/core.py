@@ -73,8 +73,8 @@ from actors.session.messages import (
     Abort,
     Answer,
     ChildBroken,
-    ChildExited,
     ChildFrame,
+    ChildReaped,
     ChildSpawned,
     ChildSpawnFailed,
     CloseChild,
@@ -137,7 +137,7 @@ class SessionCore(Endings):
                 if self._is_current(gen):
                     self._emit(ev.Error(error_class="protocol", code=code, message=message))
                     self._broken = message
-            case ChildExited(gen=gen, status=status):
+            case ChildReaped(gen=gen, status=status):
                 if self._is_current(gen):
                     self._on_exited(status)
             case WorkDone(gen=gen, id=work_id, outcome=outcome):

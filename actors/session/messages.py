@@ -5,7 +5,7 @@ carries its *generation* (1 for the first child of a session run, then one more 
 attempt), so the core can tell the running child from a dead one whose news is still queued.
 Outputs are done by the shell (``actors.session.actor``) in the order the core gives them.
 ``RunWork`` and ``WorkDone`` carry a driver's client-side jobs (``actors.harness``) to the
-child's worker and their outcomes back; the job and its outcome are opaque to the session.
+child's work runner and their outcomes back; the job and its outcome are opaque to the session.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ __all__ = [
     "Abort",
     "Answer",
     "ChildBroken",
-    "ChildExited",
     "ChildFrame",
+    "ChildReaped",
     "ChildSpawnFailed",
     "ChildSpawned",
     "CloseChild",
@@ -88,7 +88,7 @@ class ChildBroken(msgspec.Struct, frozen=True, kw_only=True):
     message: str
 
 
-class ChildExited(msgspec.Struct, frozen=True, kw_only=True):
+class ChildReaped(msgspec.Struct, frozen=True, kw_only=True):
     """Generation ``gen`` ended and was reaped (``status`` is ``None`` when it is not known)."""
 
     gen: int
@@ -133,7 +133,7 @@ class Tick(msgspec.Struct, frozen=True):
 
 
 Input = (
-    Request | ChildSpawned | ChildSpawnFailed | ChildFrame | ChildBroken | ChildExited | WorkDone
+    Request | ChildSpawned | ChildSpawnFailed | ChildFrame | ChildBroken | ChildReaped | WorkDone
     | GaveUp | Stop | Abandoned | Abort | StorageLost | Tick
 )
 
@@ -162,7 +162,7 @@ class CloseChild(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RunWork(msgspec.Struct, frozen=True, kw_only=True):
-    """Run ``job`` (the translator's ``Work`` ``id``) with generation ``gen``'s worker, beside the
+    """Run ``job`` (the translator's ``Work`` ``id``) with generation ``gen``'s runner, beside the
     loop; its ``WorkDone`` comes back as an input. Dropped if that generation is not running."""
 
     gen: int

@@ -147,7 +147,7 @@ class SessionTable:
             resume=options.get("resume") if isinstance(options.get("resume"), str) else None,
             instructions=options.get("instructions") if isinstance(options.get("instructions"), str) else None,
             work_dir=str(directory / "harness"),
-            runs_work=callable(getattr(driver, "worker", None)), state_dir=str(self.state_dir),
+            runs_work=callable(getattr(driver, "work_runner", None)), state_dir=str(self.state_dir),
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
@@ -233,7 +233,7 @@ class SessionTable:
             resume=meta.vendor_session_id,
             instructions=options.get("instructions") if isinstance(options.get("instructions"), str) else None,
             work_dir=str(directory / "harness"),
-            runs_work=callable(getattr(driver, "worker", None)), state_dir=str(self.state_dir),
+            runs_work=callable(getattr(driver, "work_runner", None)), state_dir=str(self.state_dir),
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)

@@ -41,7 +41,7 @@ import trio
 
 from protocol.errors import StorageFailed
 from supervisor.atomic import atomic_write
-from supervisor.proc.identity import StartToken, real_state_dir
+from supervisor.proc.identity import StartToken, real_state_dir, start_token
 from supervisor.proc.killing import kill_now
 
 LEDGER_FILE = "ledger.json"
@@ -85,7 +85,8 @@ def argv_hash(argv: Sequence[str]) -> str:
 
 
 class Ledger:
-    """The ledger of one state directory, as seen by the process whose children it records.
+    """The ledger of one state directory, as seen by the process whose children it records;
+    the ``SpawnRecorder`` (``supervisor.proc.recorder``) that ``open_child`` is given.
 
     The directory is created (mode 0700) and the file read at the first write, in a worker
     thread; constructing a ``Ledger`` does no I/O.
@@ -126,12 +127,22 @@ class Ledger:
         self._version += 1
         await self._sync()
 
-    async def remove(self, key: str) -> None:
+    async def record(self, key: str, *, kind: str, pid: int, pgid: int, argv: Sequence[str],
+                     started_at: float) -> None:
+        """Record a child just spawned (``supervisor.proc.recorder.SpawnRecorder``): its row,
+        with the start token of ``pid`` read now, is on disk when this returns.
+
+        Raises ``StorageFailed``. Not cancellable.
+        """
+        await self.add(LedgerRow(key=key, kind=kind, pid=pid, pgid=pgid, token=start_token(pid),
+                                 argv_hash=argv_hash(argv), argv=list(argv), started_at=started_at))
+
+    async def forget(self, key: str) -> None:
         """Drop the row ``key`` (a no-op if absent) and return once the file agrees.
 
         Raises ``StorageFailed``. Not cancellable: a row must not outlive its process because
         the caller was cancelled. A removal whose write failed is written by the next ``add`` or
-        ``remove``.
+        ``forget``.
         """
         if self._rows.pop(key, None) is not None:
             self._version += 1

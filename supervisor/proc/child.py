@@ -2,7 +2,8 @@
 
 Use ``async with open_child(spec, ledger=ledger) as child`` (or ``await nursery.start(run_child,
 spec)``). On entry the child is forked in a new session (``supervisor.proc.spawn``) with the
-environment marker, and its ledger row is on disk before the handle is returned. Two
+environment marker, and its ledger row is on disk before the handle is returned (``ledger`` is any
+``SpawnRecorder``, ``supervisor.proc.recorder``: in the daemon, the crash ledger). Two
 background tasks run from the fork on: stderr lines into a ring (``child.stderr_tail()``) and
 the ``corral.child`` log, and an exit watcher on a pidfd. Stdout is read by whoever takes the
 frames (``child.frames()``), in its own task: a frame reaches its consumer without a hop through
@@ -44,11 +45,11 @@ from supervisor.proc.pipes import (
     receive_chunk,
     write_all,
 )
-from supervisor.proc.identity import marker_env, start_token
+from supervisor.proc.identity import marker_env
 from supervisor.proc.closing import terminate
 from supervisor.proc.killing import forget_signalled, signal_group, was_signalled
 from supervisor.proc.spawn import Spawned, Spawner, spawn
-from supervisor.ledger.store import Ledger, LedgerRow, argv_hash
+from supervisor.proc.recorder import SpawnRecorder
 from supervisor.proc.spec import ExitReason as ExitReason
 from supervisor.proc.spec import ExitStatus as ExitStatus
 from supervisor.proc.spec import Framing as Framing
@@ -74,7 +75,7 @@ _SEQUENCE = itertools.count(1)
 async def open_child(
     spec: ProcessSpec,
     *,
-    ledger: Ledger | None = None,
+    ledger: SpawnRecorder | None = None,
     framer: FramerFactory | None = None,
     goodbye: Goodbye | None = None,
     spawner: Spawner | None = None,
@@ -113,7 +114,7 @@ async def open_child(
 
 async def run_child(
     spec: ProcessSpec,
-    ledger: Ledger | None = None,
+    ledger: SpawnRecorder | None = None,
     *,
     framer: FramerFactory | None = None,
     goodbye: Goodbye | None = None,
@@ -152,7 +153,7 @@ class ProcessChild:
         self._spawned = spawned
         self._framer = framer
         self._pidfd = open_pidfd(spawned.pid)
-        self._ledger: Ledger | None = None
+        self._ledger: SpawnRecorder | None = None
         self._goodbye: Goodbye | None = None
         self._nursery: trio.Nursery | None = None
         self._exited = trio.Event()
@@ -331,15 +332,17 @@ class ProcessChild:
         await self._spawned.stdin.aclose()
         if self._ledger is not None:
             try:
-                await self._ledger.remove(self.ledger_key)
+                await self._ledger.forget(self.ledger_key)
             except Exception:
                 logger.exception("cannot drop the ledger row of child %s", self.key)
         self._done.set()
 
     async def _record(self) -> None:
-        """Write the ledger row (none without a ledger); not cancellable (``Ledger.add``)."""
+        """Write the ledger row (none without a ledger); not cancellable (``SpawnRecorder``)."""
         if self._ledger is not None:
-            await self._ledger.add(self._ledger_row())
+            await self._ledger.record(self.ledger_key, kind=self.spec.kind, pid=self.pid,
+                                      pgid=self.pgid, argv=self.spec.argv,
+                                      started_at=self.started_at)
 
     def _close_pipes(self) -> None:
         for stream in (self._spawned.stdin, self._spawned.stdout, self._spawned.stderr):
@@ -348,22 +351,10 @@ class ProcessChild:
     def _final_status(self) -> ExitStatus:
         return self.status or ExitStatus(reason="killed")
 
-    def _ledger_row(self) -> LedgerRow:
-        return LedgerRow(
-            key=self.ledger_key,
-            kind=self.spec.kind,
-            pid=self.pid,
-            pgid=self.pgid,
-            token=start_token(self.pid),
-            argv_hash=argv_hash(self.spec.argv),
-            argv=list(self.spec.argv),
-            started_at=self.started_at,
-        )
-
 
 async def _spawn_child(
     spec: ProcessSpec,
-    ledger: Ledger | None,
+    ledger: SpawnRecorder | None,
     framer: FramerFactory,
     goodbye: Goodbye | None,
     spawner: Spawner,

@@ -14,7 +14,7 @@ the first asks for the ``read`` tool on a small file, the second answers with a 
   one line out). Twice: with one plain function tool that reads the file (**plain**), and with
   corral's seven coding tools (**coding**: the declarations the model sees from corral, whose
   size the SDK's request building pays for on every call), without corral's turn loop, store,
-  gate, event mapping, worker process or daemon;
+  ask rules, event mapping, worker process or daemon;
 * **corral**: a ``corral daemon`` running a native session (its worker forked by the fork
   server; ``auto`` permissions), driven by a raw protocol client: ``session.prompt``, then the
   session's events until ``result``.
@@ -63,7 +63,7 @@ async def bare_runner(port: int, work: Path, tools: str) -> None:
     from google.adk.tools import FunctionTool
     from google.genai import types
 
-    from actors.native.gate import Gate
+    from actors.native.askrules import AskRules
     from actors.native.models import ProviderConfig, build_model, close_model
     from actors.native.tools import TOOLS, Limits, Workspace
     from actors.native.worker.agent import CodingTool
@@ -75,10 +75,10 @@ async def bare_runner(port: int, work: Path, tools: str) -> None:
 
     llm = build_model(ProviderConfig(kind="openai", provider="openai", model="fake-model",
                                      base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY))
-    workspace, gate = Workspace(str(work), limits=Limits()), Gate(Permissions(mode="auto"))
+    workspace, ask_rules = Workspace(str(work), limits=Limits()), AskRules(Permissions(mode="auto"))
     agent = LlmAgent(name="bare", model=llm, instruction="You read files when asked.",
                      tools=[FunctionTool(read)] if tools == "plain" else
-                     [CodingTool(spec, workspace, gate) for spec in TOOLS])
+                     [CodingTool(spec, workspace, ask_rules) for spec in TOOLS])
     sessions = InMemorySessionService()
     runner = Runner(app_name="bare", agent=agent, session_service=sessions)
     session = await sessions.create_session(app_name="bare", user_id="u")

@@ -16,7 +16,8 @@ configuration on the wire, whatever the SDK picked up from the environment:
   and the connection pool is kept per event loop, so one model object works across loops.
 
 The OpenAI and Anthropic SDKs take an ``httpx2`` client, google-genai an ``httpx`` one; the two
-libraries share their API, so each gets a thin transport and stream class over the same logic.
+libraries share their API, so one transport and one stream serve both, each with a two-line
+subclass per library.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import asyncio
 import weakref
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from types import ModuleType
+from typing import Any, ClassVar, Protocol
 
 import httpx
 import httpx2
@@ -74,19 +77,13 @@ def outgoing_headers(items: Iterable[tuple[str, str]], key: str) -> list[tuple[s
 def httpx2_client(policy: WirePolicy) -> tuple[httpx2.AsyncClient, ClosePool]:
     """An ``httpx2`` client (OpenAI, Anthropic SDKs) on a policed transport."""
     transport = _Transport2(policy)
-    timeout = httpx2.Timeout(policy.timeout, connect=min(policy.timeout, 30.0))
-    client = httpx2.AsyncClient(transport=transport, timeout=timeout, trust_env=False,
-                                follow_redirects=False)
-    return client, transport.aclose
+    return transport.client(), transport.aclose
 
 
 def httpx_client(policy: WirePolicy) -> tuple[httpx.AsyncClient, ClosePool]:
     """An ``httpx`` client (google-genai) on a policed transport."""
     transport = _Transport1(policy)
-    timeout = httpx.Timeout(policy.timeout, connect=min(policy.timeout, 30.0))
-    client = httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False,
-                               follow_redirects=False)
-    return client, transport.aclose
+    return transport.client(), transport.aclose
 
 
 class _Meter:
@@ -115,8 +112,18 @@ class _Meter:
         return chunk
 
 
-class _Stream2(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, meter: _Meter) -> None:
+class _Body(Protocol):
+    """A response body as either library's connection pool hands it over."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _MeteredBody:
+    """A response body passed through a ``_Meter`` (the stream of both libraries)."""
+
+    def __init__(self, inner: _Body, meter: _Meter) -> None:
         self._inner, self._meter = inner, meter
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -128,17 +135,60 @@ class _Stream2(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-class _Stream1(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.AsyncByteStream, meter: _Meter) -> None:
-        self._inner, self._meter = inner, meter
+class _Stream2(_MeteredBody, httpx2.AsyncByteStream):
+    pass
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            if data := self._meter.feed(chunk):
-                yield data
+
+class _Stream1(_MeteredBody, httpx.AsyncByteStream):
+    pass
+
+
+class _PolicedTransport:
+    """The transport of both libraries: headers policed, one pool per event loop, bodies metered.
+
+    ``_lib`` is the library (``httpx`` or ``httpx2``, which share this API) and ``_stream`` its
+    metered stream class; requests and responses are that library's, hence ``Any`` here (each
+    subclass's base class gives them their type to callers).
+    """
+
+    _lib: ClassVar[ModuleType]
+    _stream: ClassVar[type[_MeteredBody]]
+
+    def __init__(self, policy: WirePolicy) -> None:
+        self._policy = policy
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    def client(self) -> Any:
+        """The library's ``AsyncClient`` on this transport: no environment, no redirects."""
+        timeout = self._lib.Timeout(self._policy.timeout, connect=min(self._policy.timeout, 30.0))
+        return self._lib.AsyncClient(transport=self, timeout=timeout, trust_env=False,
+                                     follow_redirects=False)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        lib = self._lib
+        request.headers = lib.Headers(outgoing_headers(request.headers.multi_items(), self._policy.key))
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools[loop] = lib.AsyncHTTPTransport(trust_env=False, retries=0)
+        response = await pool.handle_async_request(request)
+        try:
+            meter = _Meter(response.headers.get("content-encoding", ""),
+                           self._policy.max_response_bytes)
+        except ModelError:
+            await response.aclose()
+            raise
+        if not isinstance(response.stream, lib.AsyncByteStream):
+            raise TypeError("the connection pool returned a synchronous body stream")
+        return lib.Response(
+            response.status_code, request=request, extensions=response.extensions,
+            headers=_body_headers(response.headers.multi_items(), meter.decoding),
+            stream=self._stream(response.stream, meter))
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        if pool is not None:
+            await pool.aclose()
 
 
 def _body_headers(items: list[tuple[str, str]], decoding: bool) -> list[tuple[str, str]]:
@@ -147,67 +197,11 @@ def _body_headers(items: list[tuple[str, str]], decoding: bool) -> list[tuple[st
     return [(k, v) for k, v in items if k.lower() not in ("content-encoding", "content-length")]
 
 
-class _Transport2(httpx2.AsyncBaseTransport):
-    def __init__(self, policy: WirePolicy) -> None:
-        self._policy = policy
-        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
-                                               httpx2.AsyncHTTPTransport] = weakref.WeakKeyDictionary()
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        request.headers = httpx2.Headers(outgoing_headers(request.headers.multi_items(),
-                                                          self._policy.key))
-        loop = asyncio.get_running_loop()
-        pool = self._pools.get(loop)
-        if pool is None:
-            pool = self._pools[loop] = httpx2.AsyncHTTPTransport(trust_env=False, retries=0)
-        response = await pool.handle_async_request(request)
-        try:
-            meter = _Meter(response.headers.get("content-encoding", ""),
-                           self._policy.max_response_bytes)
-        except ModelError:
-            await response.aclose()
-            raise
-        if not isinstance(response.stream, httpx2.AsyncByteStream):
-            raise TypeError("the connection pool returned a synchronous body stream")
-        return httpx2.Response(
-            response.status_code, request=request, extensions=response.extensions,
-            headers=_body_headers(response.headers.multi_items(), meter.decoding),
-            stream=_Stream2(response.stream, meter))
-
-    async def aclose(self) -> None:
-        pool = self._pools.pop(asyncio.get_running_loop(), None)
-        if pool is not None:
-            await pool.aclose()
+class _Transport2(_PolicedTransport, httpx2.AsyncBaseTransport):
+    _lib: ClassVar[ModuleType] = httpx2
+    _stream: ClassVar[type[_MeteredBody]] = _Stream2
 
 
-class _Transport1(httpx.AsyncBaseTransport):
-    def __init__(self, policy: WirePolicy) -> None:
-        self._policy = policy
-        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
-                                               httpx.AsyncHTTPTransport] = weakref.WeakKeyDictionary()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        request.headers = httpx.Headers(outgoing_headers(request.headers.multi_items(),
-                                                         self._policy.key))
-        loop = asyncio.get_running_loop()
-        pool = self._pools.get(loop)
-        if pool is None:
-            pool = self._pools[loop] = httpx.AsyncHTTPTransport(trust_env=False, retries=0)
-        response = await pool.handle_async_request(request)
-        try:
-            meter = _Meter(response.headers.get("content-encoding", ""),
-                           self._policy.max_response_bytes)
-        except ModelError:
-            await response.aclose()
-            raise
-        if not isinstance(response.stream, httpx.AsyncByteStream):
-            raise TypeError("the connection pool returned a synchronous body stream")
-        return httpx.Response(
-            response.status_code, request=request, extensions=response.extensions,
-            headers=_body_headers(response.headers.multi_items(), meter.decoding),
-            stream=_Stream1(response.stream, meter))
-
-    async def aclose(self) -> None:
-        pool = self._pools.pop(asyncio.get_running_loop(), None)
-        if pool is not None:
-            await pool.aclose()
+class _Transport1(_PolicedTransport, httpx.AsyncBaseTransport):
+    _lib: ClassVar[ModuleType] = httpx
+    _stream: ClassVar[type[_MeteredBody]] = _Stream1

@@ -29,15 +29,15 @@ code                                  retried      when
 ====================================  ===========  ==============================================
 
 "Retried" means the adapter retries it (``max_retries``, before any output was streamed); the
-error surfaces once retries are spent. Messages are redacted: anything shaped like an API key and
-the configured key itself are masked.
+error surfaces once retries are spent. Messages are redacted (``actors.redaction``): anything shaped
+like an API key and the configured key itself are masked.
 """
 
 from __future__ import annotations
 
-import re
 from typing import cast
 
+from actors.redaction import redact
 from protocol.events import Error, ErrorClass
 
 __all__ = ["CODES", "ModelError", "error_for_status", "redact"]
@@ -114,12 +114,3 @@ def error_for_status(status: int, message: str, *, code: str | None = None,
         ours = "native.protocol.bad_request"
     return ModelError(ours, f"HTTP {status}: {text}", status=status, retry_after=retry_after)
 
-
-_KEY_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_\-]{2,}|AIza[0-9A-Za-z_\-]{8,})")
-
-
-def redact(message: str, secret: str = "") -> str:
-    """``message`` with the configured key and anything shaped like an API key masked."""
-    if secret:
-        message = message.replace(secret, "***")
-    return _KEY_SHAPES.sub(lambda m: m.group(0)[:3] + "***", message)

@@ -11,8 +11,8 @@ from .errors import ToolErrorCode as ToolErrorCode
 from .files import edit as edit
 from .files import read as read
 from .files import write as write
-from .ledger import ReadLedger as ReadLedger
-from .ledger import ReadRecord as ReadRecord
+from .reads import ReadRecord as ReadRecord
+from .reads import ReadRecords as ReadRecords
 from .limits import Limits as Limits
 from .outcome import ToolOutcome as ToolOutcome
 from .params import BashParams as BashParams

@@ -1,6 +1,6 @@
 """The file tools: read, write and edit.
 
-read shows a numbered window of a UTF-8 text file and records what it saw in the ledger.
+read shows a numbered window of a UTF-8 text file and records what it saw (``Workspace.reads``).
 write and edit change a file only if the session saw its current content (read-before-write,
 stale detection), replace it atomically keeping its permission bits, record what they wrote
 (so the session may change it again without re-reading), and return a unified diff.
@@ -15,7 +15,7 @@ import threading
 
 from .errors import ToolError, ToolErrorCode
 from .invoke import guarded, in_thread
-from .ledger import content_hash
+from .reads import content_hash
 from .matching import apply_edit
 from .outcome import ToolOutcome
 from .params import EditParams, ReadParams, WriteParams
@@ -44,7 +44,7 @@ def _read(stop: threading.Event, ws: Workspace, params: ReadParams) -> ToolOutco
     path = ws.resolve(params.path)
     display = ws.display(path)
     loaded = load_text(path, display, ws.limits.read_max_bytes)
-    ws.ledger.record(str(path), loaded.raw, loaded.stat)
+    ws.reads.record(str(path), loaded.raw, loaded.stat)
     digest = content_hash(loaded.raw)
     lines = split_lines(loaded.text)
     total = len(lines)
@@ -92,13 +92,13 @@ def _write(stop: threading.Event, ws: Workspace, params: WriteParams) -> ToolOut
         else:
             if not stat.S_ISREG(st.st_mode):
                 raise ToolError(ToolErrorCode.NOT_A_FILE, f"{display} exists and is not a regular file.")
-            seen = ws.ledger.require(str(path), display)
+            seen = ws.reads.require(str(path), display)
             with open(path, "rb") as f:
                 current = f.read(seen.size + 1)
-            ws.ledger.verify(seen, display, current)
+            ws.reads.verify(seen, display, current)
             old = current.removeprefix(BOM).decode("utf-8", errors="replace")
             mode, owner = stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)
-        ws.ledger.record(str(path), data, atomic_write(path, data, mode, owner))
+        ws.reads.record(str(path), data, atomic_write(path, data, mode, owner))
     verb = "Created" if st is None else "Wrote"
     return ToolOutcome(
         text=f"{verb} {display} ({len(split_lines(params.content))} lines, {len(data)} bytes).",
@@ -117,7 +117,7 @@ def _edit(stop: threading.Event, ws: Workspace, params: EditParams) -> ToolOutco
             if exc.code is ToolErrorCode.NOT_FOUND:
                 raise ToolError(exc.code, f"{display} does not exist; use write to create it.") from None
             raise
-        ws.ledger.verify(ws.ledger.require(str(path), display), display, loaded.raw)
+        ws.reads.verify(ws.reads.require(str(path), display), display, loaded.raw)
         source = loaded.text.replace("\r\n", "\n")
         change = apply_edit(
             source,
@@ -130,7 +130,7 @@ def _edit(stop: threading.Event, ws: Workspace, params: EditParams) -> ToolOutco
             result = result.replace("\n", "\r\n")
         data = (BOM if loaded.bom else b"") + _encode(result, "new_string")
         st = loaded.stat
-        ws.ledger.record(str(path), data, atomic_write(path, data, stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)))
+        ws.reads.record(str(path), data, atomic_write(path, data, stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)))
     plural = "occurrence" if change.replaced == 1 else "occurrences"
     how = "" if change.kind == "exact" else f" ({change.kind.replace('_', ' ')} differences ignored)"
     return ToolOutcome(

@@ -1,4 +1,4 @@
-"""One session's tool state: its root directory, limits, read ledger and output budget.
+"""One session's tool state: its root directory, limits, read records and output budget.
 
 Every path a tool touches goes through ``Workspace.resolve``, which resolves symlinks and
 refuses anything that lands outside the root. That makes ``..``, absolute paths elsewhere and
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .errors import ToolError, ToolErrorCode
-from .ledger import ReadLedger
+from .reads import ReadRecords
 from .limits import Limits
 
 
@@ -32,14 +32,14 @@ class Workspace:
         *,
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
-        ledger: ReadLedger | None = None,
+        reads: ReadRecords | None = None,
     ) -> None:
         self.root = Path(root).resolve(strict=True)
         if not self.root.is_dir():
             raise NotADirectoryError(f"workspace root {self.root} is not a directory")
         self.limits = limits if limits is not None else Limits()
         self.env = dict(env) if env is not None else None
-        self.ledger = ledger if ledger is not None else ReadLedger()
+        self.reads = reads if reads is not None else ReadRecords()
         self.output_used = 0
         # write/edit run in threads; one at a time so read-check-replace is not interleaved.
         self.mutation_lock = threading.Lock()

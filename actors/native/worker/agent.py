@@ -2,7 +2,7 @@
 
 ``CodingTool`` wraps one entry of ``actors.native.tools.TOOLS``; a successful ``write`` or
 ``edit`` is followed by ``after_edit`` (the daemon's diagnostics of the changed file, appended
-to the result). When the session's ``Gate`` says a tool asks (``confirm``, shared with the MCP
+to the result). When the session's ``AskRules`` say a tool asks (``confirm``, shared with the MCP
 tools), it uses ADK's tool confirmation: the first call records
 ``tool_context.request_confirmation()`` and answers the model with ``NOT_RUN`` (a placeholder the
 model only ever sees if the turn ends before anyone answers); ADK then pauses the invocation
@@ -35,7 +35,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 from pydantic import PrivateAttr
 
-from actors.native.gate import Gate
+from actors.native.askrules import AskRules
 from actors.native.tools import ToolSpec, Workspace, call_tool
 
 __all__ = ["APP_NAME", "AfterEdit", "AfterTool", "BeforeModel", "BeforeTool", "MODEL_KEY",
@@ -64,12 +64,12 @@ AfterModel = Callable[[CallbackContext, LlmResponse], Awaitable[LlmResponse | No
 class CodingTool(BaseTool):
     """One coding tool as an ADK tool (see the module docstring)."""
 
-    def __init__(self, spec: ToolSpec, workspace: Workspace, gate: Gate,
+    def __init__(self, spec: ToolSpec, workspace: Workspace, ask_rules: AskRules,
                  after_edit: AfterEdit | None = None) -> None:
         super().__init__(name=spec.name, description=spec.description)
         self.spec = spec
         self._workspace = workspace
-        self._gate = gate
+        self._ask_rules = ask_rules
         self._after_edit = after_edit
 
     def _get_declaration(self) -> types.FunctionDeclaration:
@@ -77,9 +77,9 @@ class CodingTool(BaseTool):
                                          parameters_json_schema=self.spec.schema)
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        """Ask first if the gate says so; then run the tool (cancellation kills what it runs).
+        """Ask first if the ask rules say so; then run the tool (cancellation kills what it runs).
         A successful ``write``/``edit`` is followed by the changed file's diagnostics."""
-        refused = confirm(self._gate, self.name, tool_context)
+        refused = confirm(self._ask_rules, self.name, tool_context)
         if refused is not None:
             return refused
         outcome = await call_tool(self._workspace, self.name, args)
@@ -94,10 +94,10 @@ class CodingTool(BaseTool):
         return {"output": text}
 
 
-def confirm(gate: Gate, name: str, tool_context: ToolContext) -> dict[str, str] | None:
+def confirm(ask_rules: AskRules, name: str, tool_context: ToolContext) -> dict[str, str] | None:
     """``None`` when tool ``name`` may run now; else the result to give the model: ``NOT_RUN``
     after asking for confirmation (the invocation pauses), ``REFUSED`` after a refusal."""
-    if not gate.asks(name):
+    if not ask_rules.asks(name):
         return None
     confirmation = tool_context.tool_confirmation
     if confirmation is None:

@@ -35,7 +35,7 @@ from google.adk.runners import Runner
 from google.adk.tools.base_tool import BaseTool
 
 from actors.native.compaction import CompactionConfig
-from actors.native.gate import Gate
+from actors.native.askrules import AskRules
 from actors.native.models import ModelError, ProviderConfig, build_model
 from actors.native.tools import TOOLS, Limits, Workspace
 from protocol.events import Error, Event, ToolKind, Usage
@@ -121,7 +121,7 @@ async def open_start(start: Start, *, model_factory: ModelFactory,
     return Opened(workspace, store, compaction, session_id, llm)
 
 
-async def compose(start: Start, opened: Opened, *, gate: Gate, slot: ModelSlot,
+async def compose(start: Start, opened: Opened, *, ask_rules: AskRules, slot: ModelSlot,
                   compactor: Compactor, link: DaemonLink | None, done: DoneBox,
                   environ: Mapping[str, str], emit: Callable[[Event], None],
                   hooks: WorkerHooks) -> Composition:
@@ -141,12 +141,12 @@ async def compose(start: Start, opened: Opened, *, gate: Gate, slot: ModelSlot,
         Depth, start.cwd, settings=start.context, environ=environ, emit=emit,
         system=system, session_instructions=start.instructions,
         active_tools=start.tools, session_id=opened.session_id)
-    tools: list[Any] = [*(CodingTool(spec, workspace, gate, after_edit) for spec in TOOLS),
+    tools: list[Any] = [*(CodingTool(spec, workspace, ask_rules, after_edit) for spec in TOOLS),
                         *depth.tools]
     if start.autonomous is not None:
         tools.append(ReportDone(done))
     if link is not None:
-        tools += [DiagnosticsTool(link), McpToolset(link, gate)]
+        tools += [DiagnosticsTool(link), McpToolset(link, ask_rules)]
     if depth.hooks:
         compactor.before_compact = depth.on_compact
     plugins = load_plugins(emit)

@@ -7,11 +7,11 @@ runs now). The run:
 
 1. runs the prompt (the goal, for a new session) as an ordinary ``Turn`` whose ``result`` it
    keeps to itself;
-2. after each inner turn adds its usage, cost and time to the ``Ledger``, decides whether to
-   stop (in this order: interrupted, turn error under ``on_turn_error = "abort"``, the model
+2. after each inner turn adds its usage, cost and time to the ``RunProgress``, decides whether
+   to stop (in this order: interrupted, turn error under ``on_turn_error = "abort"``, the model
    called ``report_done`` → ``completed``, ``max_turns_exceeded``, ``max_tokens_exceeded``,
-   ``max_cost_exceeded``, ``wallclock_exceeded``), writes the ledger next to the session store
-   (atomically, fsynced) and emits a ``checkpoint`` event;
+   ``max_cost_exceeded``, ``wallclock_exceeded``), writes it to the progress file next to the
+   session store (atomically, fsynced) and emits a ``checkpoint`` event;
 3. if it goes on, sends the continuation prompt (a ``user`` event, then the next inner turn);
 4. at the end emits one ``result`` with the stop reason and the run's whole usage and cost.
 
@@ -22,10 +22,10 @@ turn is a turn error: ``abort`` ends the run ``turn_error``, ``retry`` runs the 
 again, ``skip`` goes on with the continuation). A cost budget needs priced models: a call with
 no price leaves the run's cost unknown and that budget unchecked.
 
-When the worker dies mid-run (the session restarts it), the ledger still says ``running``:
-``resume_text`` gives the continuation, and the new worker starts an ``AutonomousRun`` from the
-ledger at once, with turns, tokens, cost and elapsed time carried forward; its first event is a
-``checkpoint {resumed: true}``.
+When the worker dies mid-run (the session restarts it), the progress file still says
+``running``: ``resume_text`` gives the continuation, and the new worker starts an
+``AutonomousRun`` from the progress file at once, with turns, tokens, cost and elapsed time
+carried forward; its first event is a ``checkpoint {resumed: true}``.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from protocol.native import Autonomy
 
 from .turn import Turn
 
-__all__ = ["INSTRUCTIONS", "REPORT_DONE", "AutonomousRun", "DoneBox", "Ledger", "ReportDone",
-           "continuation", "ledger_path", "start_run"]
+__all__ = ["INSTRUCTIONS", "REPORT_DONE", "AutonomousRun", "DoneBox", "ReportDone", "RunProgress",
+           "continuation", "progress_path", "start_run"]
 
 REPORT_DONE = "report_done"
 INSTRUCTIONS = f"""This is an autonomous run: you work toward the goal below over several turns
@@ -59,7 +59,7 @@ MakeTurn = Callable[[str, Callable[[Event], None]], Turn]
 """Builds an inner turn for a message, emitting through the given function."""
 
 
-class Ledger(msgspec.Struct, kw_only=True):
+class RunProgress(msgspec.Struct, kw_only=True):
     """An autonomous run's progress, persisted after every turn (the checkpoint)."""
 
     version: int = 1
@@ -69,11 +69,11 @@ class Ledger(msgspec.Struct, kw_only=True):
     elapsed_s: float = 0.0
     done: bool = False
     stop_reason: str | None = None
-    """Set when the run ended; a ledger without one is a run to resume."""
+    """Set when the run ended; a progress file without one is a run to resume."""
 
     @classmethod
-    def load(cls, path: Path) -> Ledger | None:
-        """The ledger at ``path``, or ``None`` if there is none (or it is unreadable)."""
+    def load(cls, path: Path) -> RunProgress | None:
+        """The progress file at ``path``, or ``None`` if there is none (or it is unreadable)."""
         try:
             return msgspec.json.decode(path.read_bytes(), type=cls)
         except (OSError, msgspec.DecodeError):
@@ -89,14 +89,14 @@ class Ledger(msgspec.Struct, kw_only=True):
         os.replace(temporary, path)
 
 
-def ledger_path(store_dir: str, session_id: str) -> Path:
+def progress_path(store_dir: str, session_id: str) -> Path:
     """The checkpoint file beside the session's store file."""
     return Path(store_dir) / f"{session_id}.autonomy.json"
 
 
-def continuation(autonomy: Autonomy, ledger: Ledger) -> str:
+def continuation(autonomy: Autonomy, progress: RunProgress) -> str:
     """The user message between two turns."""
-    return (f"Continue working toward the goal: {autonomy.goal}\n(Turn {ledger.turns + 1} of at "
+    return (f"Continue working toward the goal: {autonomy.goal}\n(Turn {progress.turns + 1} of at "
             f"most {autonomy.max_turns}. Call {REPORT_DONE} when it is done.)")
 
 
@@ -132,27 +132,27 @@ class ReportDone(BaseTool):
 def start_run(text: str, *, autonomy: Autonomy, store_dir: str, session_id: str, box: DoneBox,
               make_turn: MakeTurn, emit: Callable[[Event], None],
               resuming: bool) -> AutonomousRun:
-    """The run for a prompt: the unfinished one in the ledger when ``resuming`` (a restarted
+    """The run for a prompt: the unfinished one in the progress file when ``resuming`` (a restarted
     worker), else a new one with fresh budgets."""
-    path = ledger_path(store_dir, session_id)
-    ledger = Ledger.load(path) if resuming else None
-    resumed = ledger is not None and ledger.stop_reason is None
-    if ledger is None or not resumed:
-        ledger = Ledger()
+    path = progress_path(store_dir, session_id)
+    progress = RunProgress.load(path) if resuming else None
+    resumed = progress is not None and progress.stop_reason is None
+    if progress is None or not resumed:
+        progress = RunProgress()
         box.done = False
-    return AutonomousRun(text, autonomy=autonomy, ledger=ledger, path=path, box=box,
+    return AutonomousRun(text, autonomy=autonomy, progress=progress, path=path, box=box,
                          make_turn=make_turn, emit=emit, resumed=resumed)
 
 
 class AutonomousRun:
     """One autonomous run, as the worker's running turn (see the module docstring)."""
 
-    def __init__(self, text: str, *, autonomy: Autonomy, ledger: Ledger, path: Path,
+    def __init__(self, text: str, *, autonomy: Autonomy, progress: RunProgress, path: Path,
                  box: DoneBox, make_turn: MakeTurn, emit: Callable[[Event], None],
                  resumed: bool = False) -> None:
         self.text = text
         self._autonomy = autonomy
-        self._ledger = ledger
+        self._progress = progress
         self._path = path
         self._box = box
         self._make_turn = make_turn
@@ -199,9 +199,9 @@ class AutonomousRun:
 
     async def run(self) -> None:
         """Run turns until a stop reason; then the one ``result`` (see the module docstring)."""
-        ledger, autonomy = self._ledger, self._autonomy
+        progress, autonomy = self._progress, self._autonomy
         started = time.monotonic()
-        carried = ledger.elapsed_s
+        carried = progress.elapsed_s
         if self._resumed:
             self._emit(self._checkpoint(resumed=True))
             self._emit(User(text=self.text))
@@ -210,21 +210,21 @@ class AutonomousRun:
         try:
             while stop is None:
                 failed = await self._one(message, carried + time.monotonic() - started)
-                ledger.elapsed_s = round(carried + time.monotonic() - started, 3)
+                progress.elapsed_s = round(carried + time.monotonic() - started, 3)
                 stop = self._stop_reason(failed)
-                ledger.stop_reason = stop
-                ledger.done = ledger.done or self._box.done
-                ledger.save(self._path)
+                progress.stop_reason = stop
+                progress.done = progress.done or self._box.done
+                progress.save(self._path)
                 self._emit(self._checkpoint())
                 if stop is None and not (failed and autonomy.on_turn_error == "retry"):
-                    message = continuation(autonomy, ledger)
+                    message = continuation(autonomy, progress)
                     if self._steers:
                         message = "\n\n".join([*self.leftover(), message])
                     self._emit(User(text=message))
         finally:
             self._inner = None
             self._emit(Result(stop_reason=stop or "interrupted", is_error=stop == "turn_error",
-                              usage=ledger.usage, cost_usd=ledger.cost_usd,
+                              usage=progress.usage, cost_usd=progress.cost_usd,
                               duration_ms=round((time.monotonic() - started) * 1000)))
 
     async def _one(self, message: str, elapsed: float) -> bool:
@@ -251,7 +251,7 @@ class AutonomousRun:
                 task.cancel()
             self._steers.extend(inner.leftover())  # steered after its end: not lost
         self._inner = None
-        self._ledger.turns += 1
+        self._progress.turns += 1
         result: Result | None = self._inner_result
         if result is None:
             return True
@@ -265,30 +265,30 @@ class AutonomousRun:
             self._emit(event)
 
     def _add(self, result: Result) -> None:
-        ledger, used = self._ledger, result.usage
-        total = ledger.usage
-        ledger.usage = Usage(input_tokens=total.input_tokens + used.input_tokens,
+        progress, used = self._progress, result.usage
+        total = progress.usage
+        progress.usage = Usage(input_tokens=total.input_tokens + used.input_tokens,
                              output_tokens=total.output_tokens + used.output_tokens,
                              cache_read_tokens=total.cache_read_tokens + used.cache_read_tokens,
                              cache_write_tokens=total.cache_write_tokens + used.cache_write_tokens)
-        if ledger.cost_usd is not None and result.cost_usd is not None:
-            ledger.cost_usd = round(ledger.cost_usd + result.cost_usd, 8)
+        if progress.cost_usd is not None and result.cost_usd is not None:
+            progress.cost_usd = round(progress.cost_usd + result.cost_usd, 8)
         elif used.input_tokens or used.output_tokens:
-            ledger.cost_usd = None  # an unpriced call: the run's cost is unknown
+            progress.cost_usd = None  # an unpriced call: the run's cost is unknown
 
     def _stop_reason(self, failed: bool) -> str | None:
-        autonomy, ledger = self._autonomy, self._ledger
-        usage = ledger.usage
+        autonomy, progress = self._autonomy, self._progress
+        usage = progress.usage
         wallclock = autonomy.max_wallclock_s
         if self._abort:
             return "interrupted"
-        if wallclock is not None and ledger.elapsed_s >= wallclock:
+        if wallclock is not None and progress.elapsed_s >= wallclock:
             return "wallclock_exceeded"
         if failed and autonomy.on_turn_error == "abort":
             return "turn_error"
         if self._box.done:
             return "completed"
-        if ledger.turns >= autonomy.max_turns:
+        if progress.turns >= autonomy.max_turns:
             return "max_turns_exceeded"
         if (autonomy.max_input_tokens is not None
                 and usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
@@ -296,13 +296,13 @@ class AutonomousRun:
                                                   and usage.output_tokens
                                                   >= autonomy.max_output_tokens):
             return "max_tokens_exceeded"
-        if (autonomy.max_cost_usd is not None and ledger.cost_usd is not None
-                and ledger.cost_usd >= autonomy.max_cost_usd):
+        if (autonomy.max_cost_usd is not None and progress.cost_usd is not None
+                and progress.cost_usd >= autonomy.max_cost_usd):
             return "max_cost_exceeded"
         return None
 
     def _checkpoint(self, *, resumed: bool = False) -> Checkpoint:
-        ledger = self._ledger
-        return Checkpoint(turn=ledger.turns, usage=ledger.usage, cost_usd=ledger.cost_usd,
-                          elapsed_s=ledger.elapsed_s, done=ledger.done or self._box.done,
-                          resumed=resumed, stop_reason=ledger.stop_reason)
+        progress = self._progress
+        return Checkpoint(turn=progress.turns, usage=progress.usage, cost_usd=progress.cost_usd,
+                          elapsed_s=progress.elapsed_s, done=progress.done or self._box.done,
+                          resumed=resumed, stop_reason=progress.stop_reason)

@@ -4,7 +4,7 @@
 turn as a task, and everything else (steer, interrupt, decisions, set_model) reaches the running
 ``Turn`` at once. ``emit`` is called synchronously with each event, in order.
 
-* ``start`` (first, once): the workspace and tools, the gate, the model, the store and the ADK
+* ``start`` (first, once): the workspace and tools, the ask rules, the model, the store and the ADK
   runner; the native session is loaded (``session_id`` given and found), copied in from
   ``resume_path``, or created; then ``init``. A failure is an ``error`` event and
   ``StartFailed`` (the worker exits: the daemon's restart policy takes over). ``assembly``
@@ -42,7 +42,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 
 from actors.native.accounting import TurnAccount
-from actors.native.gate import Gate
+from actors.native.askrules import AskRules
 from actors.native.models import ModelError, close_model
 from protocol.events import Error, Event, Init, Usage
 from protocol.native_context import SubagentDef
@@ -55,7 +55,7 @@ from .agent import APP_NAME, USER_ID, ModelSlot
 from .assembly import (
     ModelFactory, StartFailed, WorkerHooks, compose, default_model, open_start, tool_kinds,
 )
-from .autonomy import AutonomousRun, DoneBox, Ledger, continuation, ledger_path, start_run
+from .autonomy import AutonomousRun, DoneBox, RunProgress, continuation, progress_path, start_run
 from .compactor import Compactor, model_summarizer
 from .daemon_tools import DIAGNOSTICS
 from .depth import Depth
@@ -87,7 +87,7 @@ class Worker:
         self._store: JsonlSessionService | None = None
         self._slot: ModelSlot | None = None
         self._models: list[BaseLlm] = []
-        self._gate: Gate | None = None
+        self._ask_rules: AskRules | None = None
         self._depth: Depth | None = None
         self._compactor: Compactor | None = None
         self._start_settings: ProviderSettings | None = None
@@ -172,7 +172,7 @@ class Worker:
             return
         opened = await open_start(start, model_factory=self._model_factory, emit=self._emit)
         self._start, self._store, self._session_id = start, opened.store, opened.session_id
-        self._gate = Gate(start.permissions)
+        self._ask_rules = AskRules(start.permissions)
         self._start_settings = start.provider
         self._slot = ModelSlot(opened.llm, start.model)
         self._models.append(opened.llm)
@@ -183,7 +183,7 @@ class Worker:
         hooks = WorkerHooks(before_model=self._before_model, after_model=self._after_model,
                             subagent_slot=self._subagent_slot,
                             subagent_usage=self._subagent_usage)
-        composed = await compose(start, opened, gate=self._gate, slot=slot,
+        composed = await compose(start, opened, ask_rules=self._ask_rules, slot=slot,
                                  compactor=self._compactor, link=self._link, done=self._done,
                                  environ=self._environ, emit=self._emit, hooks=hooks)
         self._depth, self._runner = composed.depth, composed.runner
@@ -217,9 +217,9 @@ class Worker:
     # --- turns ------------------------------------------------------------------------
 
     def _next_turn(self) -> None:
-        start, runner, store, gate = self._start, self._runner, self._store, self._gate
+        start, runner, store, ask_rules = self._start, self._runner, self._store, self._ask_rules
         if self._turn is not None or not self._queued or start is None or runner is None \
-                or store is None or gate is None:
+                or store is None or ask_rules is None:
             return
         kinds = tool_kinds()
         kinds[DIAGNOSTICS] = "read"
@@ -227,8 +227,8 @@ class Worker:
 
         def make(text: str, emit: Callable[[Event], None]) -> Turn:
             return Turn(text, runner=runner, session_id=self._session_id, store=store,
-                        mapper=EventMapper(kinds), gate=gate, account=TurnAccount(start.prices),
-                        emit=emit, hooks=hooks)
+                        mapper=EventMapper(kinds), ask_rules=ask_rules,
+                        account=TurnAccount(start.prices), emit=emit, hooks=hooks)
 
         text = self._queued.popleft()
         turn: Turn | AutonomousRun
@@ -243,13 +243,13 @@ class Worker:
         self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
 
     def _resume_autonomous(self) -> None:
-        """A run a dead worker left unfinished (its ledger has no stop reason) goes on now."""
+        """A run a dead worker left unfinished (its progress file has no stop reason) goes on now."""
         start = self._start
         if start is None or start.autonomous is None:
             return
-        ledger = Ledger.load(ledger_path(start.store_dir, self._session_id))
-        if ledger is not None and ledger.stop_reason is None:
-            self._resume = continuation(start.autonomous, ledger)
+        progress = RunProgress.load(progress_path(start.store_dir, self._session_id))
+        if progress is not None and progress.stop_reason is None:
+            self._resume = continuation(start.autonomous, progress)
             self._queued.append(self._resume)
             self._next_turn()
 

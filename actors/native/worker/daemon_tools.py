@@ -7,7 +7,7 @@
   that cannot be had (the daemon is slow, the worker is stopping) offers no MCP tools for that
   request; the turn goes on.
 * ``McpTool`` (``mcp__SERVER__TOOL``) calls through the daemon (``mcp.call_tool``); it asks
-  first when the session's ``Gate`` says so (MCP tools ask in ``ask`` and ``auto_edit``
+  first when the session's ``AskRules`` say so (MCP tools ask in ``ask`` and ``auto_edit``
   unless an ``allow_tools`` pattern matches). A failure of the server is an error result
   whose text starts with its code (``[mcp.server_failed] …``), never an exception.
 * ``DiagnosticsTool`` (``diagnostics {path}``) asks for a file's current diagnostics, and
@@ -28,7 +28,7 @@ from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from actors.native.gate import Gate
+from actors.native.askrules import AskRules
 from protocol.native import (
     AskDiagnostics,
     CallMcpTool,
@@ -65,11 +65,11 @@ _DIAGNOSTICS_SCHEMA: dict[str, Any] = {
 class McpToolset(BaseToolset):
     """The session's MCP tools, listed afresh for every model request."""
 
-    def __init__(self, link: DaemonLink, gate: Gate) -> None:
+    def __init__(self, link: DaemonLink, ask_rules: AskRules) -> None:
         super().__init__()
         self._use_invocation_cache = False  # a list_changed shows at the next model request
         self._link = link
-        self._gate = gate
+        self._ask_rules = ask_rules
 
     async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
         """Ask the daemon for the tools; none when it cannot say in time."""
@@ -78,25 +78,25 @@ class McpToolset(BaseToolset):
         except (LinkClosed, LinkTimeout) as exc:
             log.warning("no MCP tools for this request: %s", exc)
             return []
-        return [McpTool(decl, self._link, self._gate) for decl in answer.tools]
+        return [McpTool(decl, self._link, self._ask_rules) for decl in answer.tools]
 
 
 class McpTool(BaseTool):
     """One MCP tool of the session, called through the daemon."""
 
-    def __init__(self, decl: McpToolDecl, link: DaemonLink, gate: Gate) -> None:
+    def __init__(self, decl: McpToolDecl, link: DaemonLink, ask_rules: AskRules) -> None:
         super().__init__(name=decl.name, description=decl.description or decl.name)
         self._schema = decl.input_schema or {"type": "object", "properties": {}}
         self._link = link
-        self._gate = gate
+        self._ask_rules = ask_rules
 
     def _get_declaration(self) -> types.FunctionDeclaration:
         return types.FunctionDeclaration(name=self.name, description=self.description,
                                          parameters_json_schema=self._schema)
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        """Ask first if the gate says so; then one ``mcp.call_tool`` ask."""
-        refused = confirm(self._gate, self.name, tool_context)
+        """Ask first if the ask rules say so; then one ``mcp.call_tool`` ask."""
+        refused = confirm(self._ask_rules, self.name, tool_context)
         if refused is not None:
             return refused
         try:

@@ -11,7 +11,7 @@ policy they carry, and the session's active tool set.
   active tool set, or hidden by a policy) from the request, and from its tool table, so a call
   to one is an unknown tool.
 * ``before_tool``: rechecks the tool and its complete arguments against the active tool set and
-  the policy, before the permission gate; a refusal is the call's error result. The policy is
+  the policy, before the ask rules; a refusal is the call's error result. The policy is
   the active files' plus those of the skills loaded in the running turn (``end_turn`` drops
   these).
 * ``after_tool``: the ``path`` a tool worked on is a touch, which may activate nested files.

@@ -11,7 +11,7 @@ parent's and emitted into the session's stream with ``subagent`` set to its name
 * Depth: a context variable counts how deep the running call is; the session's own agent is
   level 0, its subagents run at 1, theirs at 2. A call that would run deeper than
   ``max_depth`` (``subagent_depth``, default 2) does not run: its result is an error.
-* Permissions: the coding tools of a subagent ask the session's ``Gate`` as the parent's do
+* Permissions: the coding tools of a subagent ask the session's ``AskRules`` as the parent's do
   (allow rules, the mode, ``allow_always`` answers); a subagent cannot stop to ask the user,
   so a call that would ask does not run and its result says so.
 * Usage: each model call of a subagent counts in the running turn's usage and cost. The policy, hook and
@@ -170,10 +170,10 @@ class Subagents:
 
 
 class _SubagentCodingTool(CodingTool):
-    """A coding tool that refuses, rather than asks, when the gate says it asks."""
+    """A coding tool that refuses, rather than asks, when the ask rules say it asks."""
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        if self._gate.asks(self.name):
+        if self._ask_rules.asks(self.name):
             return {"error": NO_ASK}
         outcome = await call_tool(self._workspace, self.name, args)
         return {"error": outcome.text} if outcome.is_error else {"output": outcome.text}
@@ -181,7 +181,7 @@ class _SubagentCodingTool(CodingTool):
 
 def _no_ask(tool: BaseTool) -> BaseTool:
     if isinstance(tool, CodingTool):
-        return _SubagentCodingTool(tool.spec, tool._workspace, tool._gate)
+        return _SubagentCodingTool(tool.spec, tool._workspace, tool._ask_rules)
     return tool
 
 

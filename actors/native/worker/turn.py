@@ -44,7 +44,7 @@ from google.adk.runners import Runner
 from google.genai import types
 
 from actors.native.accounting import TurnAccount
-from actors.native.gate import Gate
+from actors.native.askrules import AskRules
 from actors.native.models import ModelError, usage_of
 from protocol.events import Decision, Error, Event, Result, Usage
 
@@ -74,7 +74,7 @@ class Turn:
     """One running turn; the worker calls ``steer``/``interrupt``/``decide`` while ``run`` runs."""
 
     def __init__(self, text: str, *, runner: Runner, session_id: str,
-                 store: JsonlSessionService, mapper: EventMapper, gate: Gate,
+                 store: JsonlSessionService, mapper: EventMapper, ask_rules: AskRules,
                  account: TurnAccount, emit: Callable[[Event], None],
                  hooks: TurnHooks | None = None) -> None:
         self.text = text
@@ -82,7 +82,7 @@ class Turn:
         self._session_id = session_id
         self._store = store
         self.mapper = mapper
-        self._gate = gate
+        self._ask_rules = ask_rules
         self._account = account
         self._emit = emit
         self._hooks = hooks
@@ -213,7 +213,7 @@ class Turn:
         for permission_id, decision in self._decisions.items():
             pending = self.mapper.waiting.pop(permission_id)
             if decision == "allow_always":
-                self._gate.allow_always(pending.tool)
+                self._ask_rules.allow_always(pending.tool)
             parts.append(types.Part(function_response=types.FunctionResponse(
                 id=permission_id, name=CONFIRMATION,
                 response={"confirmed": decision != "deny"})))

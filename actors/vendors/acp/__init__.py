@@ -3,7 +3,7 @@
 ``profiles`` holds the agents as data; ``launch`` builds argv/env; ``translate`` is the sans-IO
 protocol core over ``rpc`` (JSON-RPC 2.0 lines) and ``wire`` Structs, with ``updates``
 (session updates → events), ``permissions`` (requests ↔ decisions) and ``client`` (the
-translator's half of ``fs``/``terminal``); ``jobs`` and ``worker`` are the client-side I/O the
+translator's half of ``fs``/``terminal``); ``jobs`` and ``work_runner`` are the client-side I/O the
 session runs as ``Work``; ``errors`` classifies failures; ``detect`` finds the binary;
 ``driver`` ties them together.
 """
@@ -16,5 +16,5 @@ from .launch import minute_wait as minute_wait
 from .profiles import PROFILES as PROFILES
 from .profiles import Profile as Profile
 from .translate import AcpTranslator as AcpTranslator
-from .worker import AcpWorker as AcpWorker
-from .worker import open_worker as open_worker
+from .work_runner import AcpWorkRunner as AcpWorkRunner
+from .work_runner import open_work_runner as open_work_runner

@@ -1,9 +1,9 @@
 """The translator's half of ACP's client services (``fs/*``, ``terminal/*``): decide, hand out
-``Work``, answer the agent when the work is done. Pure: the I/O is ``worker``'s.
+``Work``, answer the agent when the work is done. Pure: the I/O is ``work_runner``'s.
 
 * Reads, writes and terminal directories must be inside the session cwd and outside the
   daemon's state directory (``jobs.Confinement``: checked here on the path as written, and
-  again by the worker with symlinks resolved); anything else is refused with an error that says
+  again by the work runner with symlinks resolved); anything else is refused with an error that says
   why, before any permission is asked.
 * Every write is a ``tool`` event of kind ``edit`` (name ``write_text_file``, started when the
   write is let through, completed with its outcome), under the session's permission policy: a

@@ -1,7 +1,7 @@
 """``AcpDriver``: one ACP agent profile as the session sees it (``actors.harness.Driver``).
 
 One class serves every ACP harness; the ``Profile`` is the difference. It ties together the
-launch builder, a fresh ``AcpTranslator`` per child, the ``worker`` for client-side ``Work``,
+launch builder, a fresh ``AcpTranslator`` per child, the ``work_runner`` for client-side ``Work``,
 and detection. It remembers, per corral session, when its children were launched and when they
 opened their ACP session (wall clock), which the ``load_next_minute`` quirk needs, and the
 models the agent offered (``features.models``).
@@ -27,7 +27,7 @@ from .detect import ENV_KEYS, FEATURES, probe
 from .launch import AcpOptions, build_launch, minute_wait
 from .profiles import Profile
 from .translate import AcpTranslator
-from .worker import AcpWorker, open_worker
+from .work_runner import AcpWorkRunner, open_work_runner
 
 __all__ = ["AcpDriver"]
 
@@ -79,13 +79,13 @@ class AcpDriver:
         return AcpTranslator(request, self.profile, client_name=self._client_name,
                              client_version=self._client_version, on_open=opened)
 
-    def worker(self, request: HarnessRequest,
-               ledger: Any = None) -> AbstractAsyncContextManager[AcpWorker]:
-        """The client-side worker for one child: files and terminals in ``request.cwd``, never
-        in the daemon's state directory; terminals recorded in ``ledger``."""
-        return open_worker(request.cwd, {**os.environ, **self.profile.env, **request.env},
-                           state_dir=request.state_dir, ledger=ledger,
-                           key=f"session:{request.session_id}")
+    def work_runner(self, request: HarnessRequest,
+                    ledger: Any = None) -> AbstractAsyncContextManager[AcpWorkRunner]:
+        """The client-side work runner for one child: files and terminals in ``request.cwd``,
+        never in the daemon's state directory; terminals recorded in ``ledger``."""
+        return open_work_runner(request.cwd, {**os.environ, **self.profile.env, **request.env},
+                                state_dir=request.state_dir, ledger=ledger,
+                                key=f"session:{request.session_id}")
 
     async def detect(self, *, models: bool = False) -> Detection:
         """Binary, version and floor (cached; runs ``--version`` when stale); ``models`` also

@@ -18,7 +18,7 @@ name                              class         when
 ``protocol.resume_failed``        protocol      ``session/load``/``session/resume`` failed
 ================================  ============  ================================================
 
-Messages are redacted (API-key-shaped tokens masked) and capped.
+Messages are redacted (API-key-shaped tokens masked: ``actors.redaction``) and capped.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from actors.redaction import redact
 from protocol.events import Error, ErrorClass
 
-__all__ = ["classify", "redact"]
+__all__ = ["classify"]
 
 AUTH_REQUIRED = -32000
 INVALID_PARAMS = -32602
@@ -47,12 +48,7 @@ def classify(harness: str, method: str, code: int, message: str, data: Any = Non
                  message=f"{method} failed ({code}): {text}")
 
 
-def redact(text: str) -> str:
-    """Mask API-key-shaped tokens so an error message never carries a secret."""
-    return _KEY.sub("***", text)
 
-
-_KEY = re.compile(r"\b(?:sk-[A-Za-z0-9_\-*.]{2,}|AIza[0-9A-Za-z_\-]{10,})")
 
 _PATTERNS: tuple[tuple[str, ErrorClass, str], ...] = (
     (r"authentication required|not logged in|unauthenticated|invalid api key", "auth", "required"),

@@ -1,13 +1,13 @@
 """The client-side jobs an ACP translator hands out as ``Work``, and their outcomes (pure data).
 
 An agent calls the client for file access (``fs/*``) and terminals (``terminal/*``). The
-translator decides *whether* (confinement, permission policy) and the worker (``worker``) does
-the I/O; these Structs are what passes between them. Every outcome is either ``Done`` with the
+translator decides *whether* (confinement, permission policy) and the work runner
+(``work_runner``) does the I/O; these Structs are what passes between them. Every outcome is either ``Done`` with the
 JSON-RPC ``result`` to send back, or ``Failed`` with a JSON-RPC error.
 
 ``Confinement`` is the rule both sides apply: an absolute path at or below the session cwd and
 not in the daemon's state directory (its token, ledger and session logs), unless the cwd is a
-worktree under it. The translator checks the path as written (``..`` collapsed), the worker
+worktree under it. The translator checks the path as written (``..`` collapsed), the work runner
 again with symlinks resolved (as far as they exist), so a symlink out is refused too.
 """
 

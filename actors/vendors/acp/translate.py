@@ -51,13 +51,14 @@ from typing import Any
 import msgspec
 
 from actors.harness import HarnessRequest, Output, WorkOutput
+from actors.redaction import redact
 from protocol import jsonrpc
 from protocol.errors import ProtocolError, SessionBusy, Unsupported, UnknownPermission
 from protocol.events import Decision, Error, Init, Result, Usage
 
 from . import wire
 from .client import METHODS as CLIENT_METHODS, ClientSide
-from .errors import classify, redact
+from .errors import classify
 from .launch import mcp_servers
 from .permissions import CANCELLED, choose, permission_event
 from .profiles import Profile

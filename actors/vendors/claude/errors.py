@@ -14,39 +14,35 @@ never change once published; clients map them to their own wording.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
+from actors.redaction import redact
+from actors.vendors.errors import Classification
 from protocol.events import ErrorClass
 
-__all__ = ["Classification", "classify"]
+__all__ = ["classify"]
 
+_Verdict = tuple[ErrorClass, str]
+"""An error class plus a stable machine code."""
 
-class Classification(NamedTuple):
-    """An error class plus a stable machine code."""
+_AUTH: _Verdict = ("auth", "claude.auth.invalid_key")
+_LOGIN: _Verdict = ("auth", "claude.auth.login_required")
+_EXPIRED: _Verdict = ("auth", "claude.auth.token_expired")
+_RATE: _Verdict = ("limit", "claude.limit.rate_limited")
+_USAGE: _Verdict = ("limit", "claude.limit.usage_limit")
+_CONTEXT: _Verdict = ("limit", "claude.limit.context_window")
+_MAX_TURNS: _Verdict = ("limit", "claude.limit.max_turns")
+_BUDGET: _Verdict = ("limit", "claude.limit.budget")
+_BILLING: _Verdict = ("entitlement", "claude.entitlement.billing")
+_MODEL: _Verdict = ("entitlement", "claude.entitlement.model_unavailable")
+_FORBIDDEN: _Verdict = ("entitlement", "claude.entitlement.forbidden")
+_OVERLOADED: _Verdict = ("overloaded", "claude.overloaded")
+_SERVER: _Verdict = ("overloaded", "claude.overloaded.server_error")
+_INVALID: _Verdict = ("protocol", "claude.protocol.invalid_request")
+_NO_SESSION: _Verdict = ("unknown", "claude.unknown.session_not_found")
+_EXECUTION: _Verdict = ("unknown", "claude.unknown.execution_error")
+_UNKNOWN: _Verdict = ("unknown", "claude.unknown")
 
-    error_class: ErrorClass
-    code: str
-
-
-_AUTH = Classification("auth", "claude.auth.invalid_key")
-_LOGIN = Classification("auth", "claude.auth.login_required")
-_EXPIRED = Classification("auth", "claude.auth.token_expired")
-_RATE = Classification("limit", "claude.limit.rate_limited")
-_USAGE = Classification("limit", "claude.limit.usage_limit")
-_CONTEXT = Classification("limit", "claude.limit.context_window")
-_MAX_TURNS = Classification("limit", "claude.limit.max_turns")
-_BUDGET = Classification("limit", "claude.limit.budget")
-_BILLING = Classification("entitlement", "claude.entitlement.billing")
-_MODEL = Classification("entitlement", "claude.entitlement.model_unavailable")
-_FORBIDDEN = Classification("entitlement", "claude.entitlement.forbidden")
-_OVERLOADED = Classification("overloaded", "claude.overloaded")
-_SERVER = Classification("overloaded", "claude.overloaded.server_error")
-_INVALID = Classification("protocol", "claude.protocol.invalid_request")
-_NO_SESSION = Classification("unknown", "claude.unknown.session_not_found")
-_EXECUTION = Classification("unknown", "claude.unknown.execution_error")
-_UNKNOWN = Classification("unknown", "claude.unknown")
-
-_BY_TAG: dict[str, Classification] = {
+_BY_TAG: dict[str, _Verdict] = {
     "authentication_failed": _AUTH,
     "oauth_org_not_allowed": _FORBIDDEN,
     "rate_limit": _RATE,
@@ -66,7 +62,7 @@ _EXPIRED_RE = re.compile(r"oauth token has expired|token (is )?expired|expired t
 _MODEL_RE = re.compile(r"does not have access|not have access to (this|the) model|model.*(not found|not exist)", re.I)
 
 # Checked in order; the first pattern that matches the prose wins.
-_PROSE: list[tuple[re.Pattern[str], Classification]] = [
+_PROSE: list[tuple[re.Pattern[str], _Verdict]] = [
     (_CONTEXT_RE, _CONTEXT),
     (_BILLING_RE, _BILLING),
     (_USAGE_RE, _USAGE),
@@ -90,7 +86,13 @@ def classify(
     tag: str | None = None,
     subtype: str | None = None,
 ) -> Classification:
-    """Classify one error: ``status`` (HTTP), ``tag`` (the CLI's error tag), ``text`` (error prose)."""
+    """Classify one error: ``status`` (HTTP), ``tag`` (the CLI's error tag), ``text`` (error prose).
+    The classification's message is ``text``, redacted."""
+    error_class, code = _verdict(text, status, tag, subtype)
+    return Classification(error_class=error_class, code=code, message=redact(text))
+
+
+def _verdict(text: str, status: int | None, tag: str | None, subtype: str | None) -> _Verdict:
     by_status = _by_status(status, text)
     if by_status is not None:
         return by_status
@@ -105,7 +107,7 @@ def classify(
     return _UNKNOWN
 
 
-def _by_status(status: int | None, text: str) -> Classification | None:
+def _by_status(status: int | None, text: str) -> _Verdict | None:
     """The verdict of an HTTP status, refined by prose where one status covers several causes."""
     if status is None or status == 0:
         return None

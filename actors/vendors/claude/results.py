@@ -66,7 +66,7 @@ def build_result(
         return result, None
     message = "; ".join(m for m in [frame.result or "", *frame.errors] if m) or frame.subtype
     verdict = classify(message, status=frame.api_error_status, tag=error_tag, subtype=frame.subtype)
-    return result, Error(error_class=verdict.error_class, code=verdict.code, message=message)
+    return result, verdict.event()
 
 
 def merge(first: Result, then: Result) -> Result:

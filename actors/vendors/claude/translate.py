@@ -46,6 +46,7 @@ from typing import Any
 import msgspec
 
 from actors.harness import HarnessRequest, Output, Send
+from actors.redaction import redact
 from actors.vendors.claude import frames as f
 from actors.vendors.claude.results import CostMeter, build_result, merge
 from actors.vendors.claude.tools import always_rules, tool_kind, tool_output
@@ -360,7 +361,7 @@ class ClaudeTranslator:
             return []
         if body.subtype == "error":
             return [Error(error_class="protocol", code="claude.protocol.control_error",
-                          message=f"Claude refused {subtype}: {body.error or 'no reason given'}")]
+                          message=f"Claude refused {subtype}: {redact(body.error or 'no reason given')}")]
         return []
 
     def _on_rate_limit(self, info: f.RateLimitInfo) -> list[Output]:

@@ -10,7 +10,6 @@ failures into stable codes; ``detect`` finds the binary; ``driver`` ties them to
 from .detect import FEATURES as FEATURES
 from .detect import MIN_VERSION as MIN_VERSION
 from .driver import CodexDriver as CodexDriver
-from .errors import Classification as Classification
 from .errors import classify as classify
 from .launch import build_launch as build_launch
 from .launch import mcp_args as mcp_args

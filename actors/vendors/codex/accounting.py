@@ -7,11 +7,12 @@ the uncached part and ``cache_read_tokens`` the cached one (as Anthropic reports
 
 from __future__ import annotations
 
+from actors.vendors.errors import Classification
 from protocol.base import format_ts
 from protocol.events import LimitWindow, Usage
 
 from . import messages as m
-from .errors import Classification, classify
+from .errors import classify
 
 
 def turn_error(error: m.TurnError) -> Classification:

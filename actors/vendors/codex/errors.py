@@ -30,7 +30,7 @@ code                                class         when
 ``codex.unknown.error``             unknown       anything else
 ==================================  ============  =============================================
 
-Messages are redacted: anything shaped like an API key (``sk-…``) is masked.
+Messages are redacted: anything shaped like an API key is masked (``actors.redaction``).
 """
 
 from __future__ import annotations
@@ -38,20 +38,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from protocol.base import Data
-from protocol.events import Error, ErrorClass
-
-
-class Classification(Data, kw_only=True, frozen=True):
-    """An error's family, stable code and redacted message."""
-
-    error_class: ErrorClass
-    code: str
-    message: str
-
-    def event(self) -> Error:
-        """The normalized ``error`` event for this classification."""
-        return Error(code=self.code, message=self.message, error_class=self.error_class)
+from actors.redaction import redact
+from actors.vendors.errors import Classification
+from protocol.events import ErrorClass
 
 
 def classify(message: str, *, status: int | None = None, info: Any = None) -> Classification:
@@ -81,12 +70,7 @@ def rpc_error(method: str, code: int, message: str) -> Classification:
                           message=f"{method} failed ({code}): {redact(message)}")
 
 
-def redact(text: str) -> str:
-    """Mask API-key-shaped tokens so an error message never carries a secret."""
-    return _KEY.sub("sk-***", text)
 
-
-_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{2,}")
 
 _CODES: dict[str, tuple[ErrorClass, str]] = {
     "invalid_key": ("auth", "codex.auth.invalid_key"),

@@ -52,6 +52,7 @@ from typing import Any
 import msgspec
 
 from actors.harness import HarnessRequest, Output, Send
+from actors.redaction import redact
 from protocol.errors import ProtocolError, SessionBusy, UnknownPermission
 from protocol.events import Decision, Error, Init, Limits, PermissionDecided, Result, UsageReport
 
@@ -60,7 +61,7 @@ from .accounting import limit_window, turn_error, turn_usage
 from .approvals import (
     DECLINE_ELICITATION, Approval, cancel_result, decision_result, permission_for,
 )
-from .errors import redact, rpc_error
+from .errors import rpc_error
 from .params import thread_policy, user_input
 from .stream import DeltaKind, ItemStream
 

@@ -29,19 +29,11 @@ from __future__ import annotations
 
 import re
 
-from protocol.base import Data
-from protocol.events import Error, ErrorClass
+from actors.redaction import redact
+from actors.vendors.errors import Classification
+from protocol.events import ErrorClass
 
-__all__ = ["Classification", "classify", "redact"]
-
-
-class Classification(Data, kw_only=True, frozen=True):
-    error_class: ErrorClass
-    code: str
-    message: str
-
-    def event(self) -> Error:
-        return Error(code=self.code, message=self.message, error_class=self.error_class)
+__all__ = ["classify"]
 
 
 def classify(message: str, *, name: str | None = None, status: int | None = None) -> Classification:
@@ -53,12 +45,7 @@ def classify(message: str, *, name: str | None = None, status: int | None = None
     return Classification(error_class=error_class, code=code, message=text)
 
 
-def redact(text: str) -> str:
-    """Mask API-key-shaped tokens so an error message never carries a secret."""
-    return _KEY.sub("sk-***", text)
 
-
-_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{2,}")
 
 _CODES: dict[str, tuple[ErrorClass, str]] = {
     "auth": ("auth", "opencode.auth.provider"),

@@ -9,7 +9,6 @@ the binary, its version and models, ``driver`` ties them together.
 from .detect import FEATURES as FEATURES
 from .detect import MIN_VERSION as MIN_VERSION
 from .driver import PiDriver as PiDriver
-from .errors import Classification as Classification
 from .errors import classify as classify
 from .launch import GATE as GATE
 from .launch import build_launch as build_launch

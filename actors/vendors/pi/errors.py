@@ -24,29 +24,18 @@ code                             class         when
 ``pi.unknown.error``             unknown       anything else
 ===============================  ============  =============================================
 
-Messages are redacted: anything shaped like an API key (``sk-…``) is masked.
+Messages are redacted: anything shaped like an API key is masked (``actors.redaction``).
 """
 
 from __future__ import annotations
 
 import re
 
-from protocol.base import Data
-from protocol.events import Error, ErrorClass
+from actors.redaction import redact
+from actors.vendors.errors import Classification
+from protocol.events import ErrorClass
 
-__all__ = ["Classification", "classify", "command_failed", "redact"]
-
-
-class Classification(Data, kw_only=True, frozen=True):
-    """An error's family, stable code and redacted message."""
-
-    error_class: ErrorClass
-    code: str
-    message: str
-
-    def event(self) -> Error:
-        """The normalized ``error`` event for this classification."""
-        return Error(code=self.code, message=self.message, error_class=self.error_class)
+__all__ = ["classify", "command_failed"]
 
 
 def classify(message: str) -> Classification:
@@ -67,12 +56,7 @@ def command_failed(command: str, error: str | None) -> Classification:
                           message=f"pi refused {command}: {redact(error or 'no reason given')}")
 
 
-def redact(text: str) -> str:
-    """Mask API-key-shaped tokens so an error message never carries a secret."""
-    return _KEY.sub("sk-***", text)
 
-
-_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{2,}")
 
 _RULES: tuple[tuple[str, ErrorClass, str], ...] = (
     (r"insufficient_quota|exceeded your current quota|billing|credit balance", "entitlement",

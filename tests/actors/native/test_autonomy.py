@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from actors.native.worker.autonomy import REPORT_DONE, ledger_path
+from actors.native.worker.autonomy import REPORT_DONE, progress_path
 from protocol.events import Checkpoint, Event, Result, User
 from protocol.native import Autonomy, Price
 from tests.fakes.model_script import call, fail, hang, say
@@ -126,7 +126,7 @@ def test_a_new_worker_resumes_from_the_last_checkpoint(tmp_path: Path) -> None:
 
     session_id = run(first)
     store = tmp_path / "store"
-    saved = json.loads(ledger_path(str(store), session_id).read_bytes())
+    saved = json.loads(progress_path(str(store), session_id).read_bytes())
     assert saved["turns"] == 2 and saved["stop_reason"] is None
 
     async def second() -> tuple[list[Event], WorkerRig]:

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from actors.native.accounting import TurnAccount, call_cost, price_for
-from actors.native.gate import Gate
+from actors.native.askrules import AskRules
 from protocol.events import Usage
 from protocol.models import Permissions
 from protocol.native import Price
 
 
 def test_the_gate_asks_by_mode_and_allow_patterns_and_remembers_allow_always() -> None:
-    ask = Gate(Permissions(mode="ask", allow_tools=["wr*"]))
+    ask = AskRules(Permissions(mode="ask", allow_tools=["wr*"]))
     assert [t for t in ("read", "write", "edit", "bash", "grep", "find", "ls") if ask.asks(t)] == [
         "edit", "bash"]
     ask.allow_always("bash")
     assert not ask.asks("bash") and ask.asks("edit")
-    assert [t for t in ("write", "edit", "bash") if Gate(Permissions(mode="auto_edit")).asks(t)] == [
+    assert [t for t in ("write", "edit", "bash") if AskRules(Permissions(mode="auto_edit")).asks(t)] == [
         "bash"]
-    assert not any(Gate(Permissions(mode="auto")).asks(t) for t in ("write", "edit", "bash"))
-    assert Gate(Permissions(mode="inherit")).asks("write")
+    assert not any(AskRules(Permissions(mode="auto")).asks(t) for t in ("write", "edit", "bash"))
+    assert AskRules(Permissions(mode="inherit")).asks("write")
 
 
 def test_prices_match_exactly_then_by_the_longest_dated_prefix() -> None:
@@ -48,10 +48,10 @@ def test_a_turn_sums_its_calls_and_an_unpriced_call_makes_the_cost_unknown() -> 
 
 
 def test_mcp_tools_ask_in_ask_inherit_and_auto_edit_unless_an_allow_pattern_matches() -> None:
-    modes = {mode: Gate(Permissions(mode=mode)).asks("mcp__fs__read")  # type: ignore[arg-type]
+    modes = {mode: AskRules(Permissions(mode=mode)).asks("mcp__fs__read")  # type: ignore[arg-type]
              for mode in ("ask", "inherit", "auto_edit", "auto")}
     assert modes == {"ask": True, "inherit": True, "auto_edit": True, "auto": False}
-    allowed = Gate(Permissions(mode="auto_edit", allow_tools=["mcp__fs__*"]))
+    allowed = AskRules(Permissions(mode="auto_edit", allow_tools=["mcp__fs__*"]))
     assert not allowed.asks("mcp__fs__write") and allowed.asks("mcp__git__commit")
     assert not allowed.asks("diagnostics") and not allowed.asks("read")
     allowed.allow_always("mcp__git__commit")

@@ -6,8 +6,8 @@ goodbye frame, a frame that makes it raise like a buggy translator (``b"boom"``)
 client-side work (``{"type": "work", "id": N, "job": J}`` is handed out as ``Work``; its outcome
 goes back to the child as ``{"type": "done", "id": N, "outcome": …}``). The driver's ``spawn``
 runs ``MemoryChild``ren instead of processes, so a whole session runs under ``MockClock`` with no
-process at all; the test plays the child's part. With ``work=True`` the driver has a ``worker``
-(``MemoryWorker``) whose jobs the test finishes.
+process at all; the test plays the child's part. With ``work=True`` the driver has a ``work_runner``
+(``MemoryWorkRunner``) whose jobs the test finishes.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ class ScriptedTranslator(FakeTranslator):
         return [Send(data=line(type="done", id=work_id, outcome=outcome) + b"\n")]
 
 
-class MemoryWorker:
-    """A worker whose jobs wait until the test finishes them: ``finish(job, outcome)``.
+class MemoryWorkRunner:
+    """A work runner whose jobs wait until the test finishes them: ``finish(job, outcome)``.
 
     ``opened``/``closed`` count its ``async with`` blocks; ``cancelled`` lists the jobs that were
     abandoned (their child ended first).
@@ -83,7 +83,7 @@ class MemoryWorker:
         self._changed = trio.Event()
 
     @asynccontextmanager
-    async def block(self) -> AsyncIterator[MemoryWorker]:
+    async def block(self) -> AsyncIterator[MemoryWorkRunner]:
         self.opened += 1
         try:
             yield self
@@ -192,8 +192,8 @@ class ScriptedDriver:
     def __init__(self, *, handshake: bool = False, steer: bool = True, goodbye: bool = False,
                  stubborn: bool = False, failures: int = 0, work: bool = False) -> None:
         if work:
-            self.workers: list[MemoryWorker] = []
-            self.worker = self._worker
+            self.runners: list[MemoryWorkRunner] = []
+            self.work_runner = self._work_runner
         self.handshake = handshake
         self.steer = steer
         self.goodbye = goodbye
@@ -226,10 +226,10 @@ class ScriptedDriver:
         finally:
             child.die(ExitStatus(reason="killed", signal="SIGKILL"))
 
-    def _worker(self, request: HarnessRequest, ledger: Any = None) -> Any:
-        worker = MemoryWorker()
-        self.workers.append(worker)
-        return worker.block()
+    def _work_runner(self, request: HarnessRequest, ledger: Any = None) -> Any:
+        runner = MemoryWorkRunner()
+        self.runners.append(runner)
+        return runner.block()
 
     async def next_child(self, count: int) -> MemoryChild:
         """The ``count``-th child (1-based), once it was spawned."""

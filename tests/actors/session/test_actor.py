@@ -378,36 +378,36 @@ async def test_work_runs_beside_the_loop_and_ends_with_its_child(
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         one = driver.children[0]
-        [worker] = driver.workers
-        assert worker.opened == 1
+        [runner] = driver.runners
+        assert runner.opened == 1
         # A job that blocks (a terminal's wait) does not hold up the loop or a later job.
         one.emit(type="work", id=1, job="wait")
-        await worker.wait_started("wait")
+        await runner.wait_started("wait")
         one.emit(type="work", id=2, job="read")
-        await worker.wait_started("read")
+        await runner.wait_started("read")
         assert await session.prompt("hi", "c-1") == "prompted"
         assert await one.next_command() == {"type": "user", "text": "hi"}
-        worker.finish("read", "content")
+        runner.finish("read", "content")
         assert await one.next_command() == {"type": "done", "id": 2, "outcome": "content"}
-        # The child dies: its blocked job is cancelled and its worker closed before the next
-        # child starts, with a worker of its own.
+        # The child dies: its blocked job is cancelled and its runner closed before the next
+        # child starts, with a runner of its own.
         one.die()
         two = await driver.next_child(2)
-        assert worker.cancelled == ["wait"] and worker.closed == 1
-        assert len(driver.workers) == 2 and driver.workers[1].opened == 1
+        assert runner.cancelled == ["wait"] and runner.closed == 1
+        assert len(driver.runners) == 2 and driver.runners[1].opened == 1
         await session.close("c-1")
-        assert driver.workers[1].closed == 1
+        assert driver.runners[1].closed == 1
         assert "done" not in two.kinds()
 
 
-async def test_a_session_that_runs_no_work_opens_no_worker(
+async def test_a_session_that_runs_no_work_opens_no_work_runner(
         tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     driver = ScriptedDriver(work=True)
     session = make_session(tmp_path, driver)
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         await session.close("c-1")
-    assert driver.workers == []
+    assert driver.runners == []
 
 
 def _changed(count: int) -> ev.Workspace:

@@ -10,8 +10,8 @@ import trio.testing
 
 from actors.harness import HarnessRequest
 from actors.session.child import Harness
-from actors.session.messages import ChildExited, ChildFrame, ChildSpawned, ChildSpawnFailed, Input
-from protocol.errors import ActorGone, ChildExited as ChildExitedError
+from actors.session.messages import ChildFrame, ChildReaped, ChildSpawned, ChildSpawnFailed, Input
+from protocol.errors import ActorGone, ChildExited
 from actors.session.config import SessionsConfig
 from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.spec import ExitStatus
@@ -38,10 +38,10 @@ async def test_a_generation_the_session_closes_ends_normally_and_one_that_dies_i
         running = await nursery.start(harness.run)
         assert harness.running == {1: running}
         harness.close(1, ())
-    assert [type(m) for m in told] == [ChildSpawned, ChildExited]
+    assert [type(m) for m in told] == [ChildSpawned, ChildReaped]
     assert harness.running == {}
 
-    with pytest.RaisesGroup(pytest.RaisesExc(ChildExitedError, match="killed by SIGKILL")):
+    with pytest.RaisesGroup(pytest.RaisesExc(ChildExited, match="killed by SIGKILL")):
         async with trio.open_nursery() as nursery:
             await nursery.start(harness.run)
             child = driver.children[1]
@@ -49,7 +49,7 @@ async def test_a_generation_the_session_closes_ends_normally_and_one_that_dies_i
             child.die()
     assert told[2:] == [ChildSpawned(gen=2, request=told[2].request, pid=child.pid),  # type: ignore[union-attr]
                         ChildFrame(gen=2, data=b'{"type": "assistant", "text": "last words"}'),
-                        ChildExited(gen=2, status=ExitStatus(reason="crashed", signal="SIGKILL"))]
+                        ChildReaped(gen=2, status=ExitStatus(reason="crashed", signal="SIGKILL"))]
 
 
 async def test_writes_and_closes_reach_their_own_generation_only(
@@ -71,7 +71,7 @@ async def test_a_child_that_cannot_start_reports_it_then_crashes(
         tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     driver, told = ScriptedDriver(failures=1), []
     harness = make(tmp_path, driver, told)
-    with pytest.RaisesGroup(pytest.RaisesExc(ChildExitedError, match="did not start")):
+    with pytest.RaisesGroup(pytest.RaisesExc(ChildExited, match="did not start")):
         async with trio.open_nursery() as nursery:
             assert await nursery.start(harness.run) is None  # started (so the planner counts it), then crashed
     assert told == [ChildSpawnFailed(gen=1, code="launch_failed", message="scripted: no such binary")]

@@ -20,8 +20,8 @@ from actors.session.messages import (
     Abort,
     Answer,
     ChildBroken,
-    ChildExited,
     ChildFrame,
+    ChildReaped,
     ChildSpawned,
     ChildSpawnFailed,
     CloseChild,
@@ -94,7 +94,7 @@ class Drive:
         return self.feed(ChildFrame(gen=gen, data=line(**event)), now)
 
     def exited(self, gen: int = 1, now: float = 0.0, status: ExitStatus | None = KILLED) -> list[str]:
-        return self.feed(ChildExited(gen=gen, status=status), now)
+        return self.feed(ChildReaped(gen=gen, status=status), now)
 
     def ask_permission(self, pid: str = "p1", now: float = 0.0) -> list[str]:
         return self.frame(now=now, type="permission", permission_id=pid, tool="bash", kind="exec")

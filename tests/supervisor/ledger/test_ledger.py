@@ -220,11 +220,23 @@ async def test_rows_are_atomic_durable_and_kept_across_instances(tmp_path: Path)
     await ledger.add(b)
     await ledger.add(replace(a, kind="replaced"))
     assert [(r.key, r.kind) for r in load(ledger.path)[0]] == [("a", "replaced"), ("b", "test")]
-    await ledger.remove("a")
-    await ledger.remove("missing")
+    await ledger.forget("a")
+    await ledger.forget("missing")
     assert load(ledger.path)[0] == [b]
     assert sorted(os.listdir(tmp_path)) == [LEDGER_FILE]
     assert os.stat(ledger.path).st_mode & 0o777 == 0o600
+
+
+async def test_a_recorded_spawn_is_a_row_with_its_start_token_and_argv_hash(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    pid = os.getpid()
+    await ledger.record("k#1", kind="vendor", pid=pid, pgid=os.getpgid(pid), argv=("a", "b c"),
+                        started_at=1.5)
+    assert load(ledger.path)[0] == ledger.rows() == [LedgerRow(
+        key="k#1", kind="vendor", pid=pid, pgid=os.getpgid(pid), token=start_token(pid),
+        argv_hash=argv_hash(["a", "b c"]), argv=["a", "b c"], started_at=1.5)]
+    await ledger.forget("k#1")
+    assert load(ledger.path)[0] == ledger.rows() == []
 
 
 async def test_concurrent_writes_are_coalesced(
@@ -253,7 +265,7 @@ async def test_rows_another_process_left_are_kept_until_reconciled_and_never_rep
     await ledger.add(row_for("mine", 1, start_token(1)))
     assert [r.key for r in ledger.rows()] == ["mine"]
     assert [r.key for r in load(ledger.path)[0]] == ["crashed", "mine"]
-    await ledger.remove("mine")
+    await ledger.forget("mine")
     assert [r.key for r in load(ledger.path)[0]] == ["crashed"]
 
 
@@ -269,12 +281,12 @@ async def test_rows_a_crashed_daemon_left_are_gone_once_reconciled(tmp_path: Pat
     assert load(ledger.path) == ([], None)
 
 
-async def test_a_cancelled_remove_still_drops_the_row(tmp_path: Path) -> None:
+async def test_a_cancelled_forget_still_drops_the_row(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path)
     await ledger.add(row_for("k", 1, start_token(1)))
     with trio.CancelScope() as scope:
         scope.cancel()
-        await ledger.remove("k")
+        await ledger.forget("k")
     assert load(ledger.path) == ([], None)
 
 
@@ -290,9 +302,9 @@ async def test_a_removal_whose_write_failed_is_written_by_the_next_change(
 
     monkeypatch.setattr(ledger_module, "write", failing)
     with pytest.raises(StorageFailed):
-        await ledger.remove("a")
+        await ledger.forget("a")
     monkeypatch.setattr(ledger_module, "write", write)
-    await ledger.remove("a")  # already gone from memory: the retry is the whole point
+    await ledger.forget("a")  # already gone from memory: the retry is the whole point
     assert [r.key for r in load(ledger.path)[0]] == ["b"]
 
 

@@ -293,6 +293,34 @@ async def test_launch_failure_is_typed(
     assert await wait_no_descendants(timeout=1) == []
 
 
+class _Recorder:
+    """A ``SpawnRecorder`` that is not the crash ledger: what the child tells it, in memory."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.state_dir = state_dir
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    async def record(self, key: str, *, kind: str, pid: int, pgid: int, argv: Sequence[str],
+                     started_at: float) -> None:
+        self.calls.append(("record", key, {"kind": kind, "pid": pid, "pgid": pgid,
+                                           "argv": list(argv), "started_at": started_at}))
+
+    async def forget(self, key: str) -> None:
+        self.calls.append(("forget", key, {}))
+
+
+async def test_any_spawn_recorder_is_told_of_the_spawn_and_the_reap(tmp_path: Path) -> None:
+    recorder = _Recorder(str(tmp_path))
+    spec = ProcessSpec(key="sleepy", kind="test", argv=["sleep", "1000"], shutdown=0)
+    with trio.fail_after(30):
+        async with open_child(spec, ledger=recorder) as child:
+            assert recorder.calls == [("record", child.ledger_key, {
+                "kind": "test", "pid": child.pid, "pgid": child.pgid, "argv": spec.argv,
+                "started_at": child.started_at})]
+            assert read_marker(child.pid) == (str(tmp_path), child.ledger_key)
+    assert recorder.calls[1:] == [("forget", child.ledger_key, {})]
+
+
 async def test_ledger_write_failure_kills_and_reaps_the_child(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path)
     os.mkdir(ledger.path)  # os.replace onto a directory fails

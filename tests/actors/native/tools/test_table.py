@@ -76,7 +76,7 @@ def test_public_surface_is_pinned() -> None:
     public = {n for n in vars(tools) if not n.startswith("_")} - {"annotations"}
     modules = {n for n in public if isinstance(getattr(tools, n), type(tools))}
     assert public - modules == {
-        "Workspace", "Limits", "ReadLedger", "ReadRecord", "ToolOutcome", "ToolError", "ToolErrorCode",
+        "Workspace", "Limits", "ReadRecord", "ReadRecords", "ToolOutcome", "ToolError", "ToolErrorCode",
         "ToolSpec", "TOOLS", "TOOLS_BY_NAME", "call_tool", "read", "write", "edit", "bash", "grep",
         "find", "ls", "ReadParams", "WriteParams", "EditParams", "BashParams", "GrepParams",
         "FindParams", "LsParams",

@@ -1,7 +1,7 @@
 """A minimal stand-in for the session: run a real ACP agent with our launch builder, translator
-and worker, against the fake model server, without a daemon. It does what ``actors.harness``
+and work runner, against the fake model server, without a daemon. It does what ``actors.harness``
 asks of a session that runs ``Work``: jobs run concurrently beside the frame loop and their
-outcomes go back through ``translator.finished``; the worker is closed with the child.
+outcomes go back through ``translator.finished``; the work runner is closed with the child.
 
 Used by the live tests and by ``record.py``, which writes every line to a recording:
 ``{"dir": "meta", ...}`` first, then in order ``{"dir": "call", "call": NAME, "args": [...]}``
@@ -49,7 +49,7 @@ class LiveAcp:
         self._lock = trio.Lock()
         self._eof = False
         self._nursery: trio.Nursery | None = None
-        self._worker: Any = None
+        self._runner: Any = None
 
     async def run(self, *, task_status: trio.TaskStatus[LiveAcp] = trio.TASK_STATUS_IGNORED) -> None:
         """Spawn the child, send the handshake, pump stdout until EOF."""
@@ -62,8 +62,8 @@ class LiveAcp:
         self._record({"dir": "meta", "agent": self.agent, "argv0": Path(self.launch.argv[0]).name,
                       "request": msgspec.to_builtins(public)})
         try:
-            async with self.driver.worker(self.request) as worker, trio.open_nursery() as nursery:
-                self._worker, self._nursery = worker, nursery
+            async with self.driver.work_runner(self.request) as runner, trio.open_nursery() as nursery:
+                self._runner, self._nursery = runner, nursery
                 await self.call("start")
                 task_status.started(self)
                 await self._pump()
@@ -129,7 +129,7 @@ class LiveAcp:
         self._notify()
 
     async def _run_work(self, work: Work) -> None:
-        outcome = await self._worker.run(work.job)
+        outcome = await self._runner.run(work.job)
         self._record({"dir": "work", "id": work.id, "outcome": msgspec.to_builtins(outcome),
                       "kind": type(outcome).__name__})
         outputs = self.translator.finished(work.id, outcome, 0.0)

@@ -1,4 +1,4 @@
-"""Real ACP agents with client-side services: the translator and worker (``live.LiveAcp``, which
+"""Real ACP agents with client-side services: the translator and work runner (``live.LiveAcp``, which
 runs ``Work`` as ``actors.harness`` asks a session to) against Gemini CLI and claude-code-acp,
 offline. The agent's file writes and shell commands go through corral's ``fs``/``terminal``
 side; the files appear; a write the agent did not ask about waits for a decision."""

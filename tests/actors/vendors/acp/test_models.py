@@ -109,11 +109,11 @@ async def test_an_agent_that_wants_a_login_is_a_reason_not_an_error(tmp_path: Pa
     path, env = agent(tmp_path, "auth")
     failed = await list_models(PROFILES["omp"], path, env, timeout=30)
     assert failed == ProbeFailed(reason="omp session/new failed (-32000): Authentication required: "
-                                        "key *** rejected")
+                                        "key sk-*** rejected")
     detection = await probe(PROFILES["copilot"], path, env, with_models=True)
     assert (detection.available, detection.version, detection.features.models) == (True, "1.0.102", [])
     assert detection.reason == ("models not listed: copilot session/new failed (-32000): "
-                                "Authentication required: key *** rejected")
+                                "Authentication required: key sk-*** rejected")
     assert list(private_tmp.iterdir()) == []
 
 

@@ -214,6 +214,14 @@ def test_a_failed_prompt_is_a_classified_error_and_an_error_result() -> None:
     assert (result.stop_reason, result.is_error) == ("error", True)
 
 
+def test_a_google_key_in_a_failed_prompt_is_masked() -> None:
+    t = opened()
+    (prompt,) = sent(t.prompt("go", 0.0))
+    err, _ = t.receive(line({"id": prompt["id"], "error": {
+        "code": 400, "message": "API key not valid: AIzaSyD-0123456789abcdefghijklmnopqrst"}}), 0.0)
+    assert "SyD-0123456789abcdefghijklmnopqrst" not in err.message and "AIz***" in err.message
+
+
 def test_a_failed_load_starts_a_new_session_and_says_so() -> None:
     request = HarnessRequest(session_id="s", cwd=CWD, work_dir="/r", resume="old")
     t = AcpTranslator(request, PROFILES["gemini"])

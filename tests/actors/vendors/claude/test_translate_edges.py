@@ -260,6 +260,23 @@ def test_a_synthetic_error_message_tags_the_classification(t: ClaudeTranslator) 
     assert error.code == "claude.entitlement.billing"
 
 
+def test_keys_in_an_error_result_are_masked(t: ClaudeTranslator) -> None:
+    # Claude's error results used to reach clients unredacted (every other vendor masked keys)
+    t.prompt("go", 0)
+    error, _ = events(t.receive(result(is_error=True, api_error_status=401, result=(
+        "API Error: 401 invalid x-api-key sk-ant-api03-Secret_1 (AIza key AIzaSyD-0123456789abcdefghijklmnopqrst)")), 0))
+    assert error.code == "claude.auth.invalid_key"
+    assert "Secret_1" not in error.message and "SyD-0123456789abcdefghijklmnopqrst" not in error.message
+    assert "sk-***" in error.message and "AIz***" in error.message
+
+
+def test_keys_in_a_refused_control_request_are_masked(t: ClaudeTranslator) -> None:
+    t.set_model("gemini", 0)
+    (error,) = t.receive(frame(type="control_response", response={
+        "subtype": "error", "request_id": "corral_2", "error": "bad key AIzaSyD-0123456789abcdefghijklmnopqrst"}), 0)
+    assert error.code == "claude.protocol.control_error" and "AIz***" in error.message
+
+
 def test_rate_limit_events_become_limits(t: ClaudeTranslator) -> None:
     out = t.receive(frame(type="rate_limit_event", rate_limit_info={
         "status": "allowed_warning", "resetsAt": 1767225600, "rateLimitType": "five_hour", "utilization": 0.8}), 0)

@@ -304,6 +304,21 @@ def test_failed_turn_start_ends_the_turn_with_an_error_result() -> None:
     t.prompt("again", 0.0)  # the translator is idle again
 
 
+@pytest.mark.parametrize("path", ["rpc_error", "turn_failed"])
+def test_a_google_key_in_an_error_is_masked(path: str) -> None:
+    t = ready()
+    leak = "API key not valid: AIzaSyD-0123456789abcdefghijklmnopqrst"
+    if path == "rpc_error":
+        (start,) = sends(t.prompt("x", 0.0))
+        out = t.receive(frame({"id": start["id"], "error": {"code": -32600, "message": leak}}), 0.0)
+    else:
+        turn(t, "t1")
+        out = t.receive(frame({"method": "turn/completed", "params": {"threadId": "th", "turn": {
+            "id": "t1", "status": "failed", "error": {"message": leak}}}}), 0.0)
+    (error,) = [e for e in events(out) if isinstance(e, Error)]
+    assert "SyD-0123456789abcdefghijklmnopqrst" not in error.message and "AIz***" in error.message
+
+
 def test_a_steer_that_lost_the_race_starts_a_new_turn() -> None:
     t = ready()
     turn(t, "t1")

@@ -189,6 +189,15 @@ def test_a_failed_prompt_call_ends_the_turn() -> None:
     assert isinstance(out[0], Error) and out[0].code == "opencode.protocol.bad_request"
 
 
+def test_a_google_key_in_a_session_error_is_masked() -> None:
+    translator = ready()
+    translator.prompt("go", 0.0)
+    (error,) = translator.receive(event("session.error", sessionID="ses_1", error={
+        "name": "APIError", "data": {"message": "API key not valid: AIzaSyD-0123456789abcdefghijklmnopqrst"}}), 0.0)
+    assert isinstance(error, Error) and error.code == "opencode.auth.provider"
+    assert "SyD-0123456789abcdefghijklmnopqrst" not in error.message and "AIz***" in error.message
+
+
 def test_a_lost_session_is_created_anew_on_resume() -> None:
     translator = OpenCodeTranslator(request(resume="ses_gone"))
     (read,) = sends(translator.start(0.0))

@@ -239,6 +239,15 @@ def test_a_refused_prompt_ends_the_turn_with_an_error() -> None:
     assert not translator.running
 
 
+def test_a_google_key_in_a_refusal_is_masked() -> None:
+    translator = ready()
+    translator.prompt("go", 0.0)
+    out = translator.receive(line(type="response", id="corral:2", command="prompt", success=False,
+                                  error="401 API key not valid: AIzaSyD-0123456789abcdefghijklmnopqrst"), 0.0)
+    assert isinstance(out[0], Error) and out[0].code == "pi.auth.invalid_key"
+    assert "SyD-0123456789abcdefghijklmnopqrst" not in out[0].message and "AIz***" in out[0].message
+
+
 def test_an_interrupt_during_a_retry_wait_ends_the_turn() -> None:
     translator = ready()
     translator.prompt("go", 0.0)

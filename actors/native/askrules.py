@@ -21,7 +21,7 @@ import fnmatch
 
 from protocol.models import Permissions
 
-__all__ = ["MCP_PREFIX", "Gate"]
+__all__ = ["MCP_PREFIX", "AskRules"]
 
 MCP_PREFIX = "mcp__"
 """Names of MCP tools start with it (``mcp__SERVER__TOOL``)."""
@@ -35,7 +35,7 @@ _ASKING: dict[str, frozenset[str]] = {
 }
 
 
-class Gate:
+class AskRules:
     """Answers ``asks(tool)`` for one session."""
 
     def __init__(self, permissions: Permissions) -> None:

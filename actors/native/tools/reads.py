@@ -6,8 +6,8 @@ size is compared first (cheap), then the sha256 of the content. mtime is recorde
 and debugging but is not trusted alone, since ``touch`` changes it without changing content and
 coarse filesystem clocks can miss a real change.
 
-The ledger is plain data (``records()`` / ``ReadLedger(records)``) so a worker may persist it
-across a restart; a fresh ledger simply makes the model read again.
+The records are plain data (``records()`` / ``ReadRecords(records)``) so a worker may persist
+them across a restart; fresh records simply make the model read again.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class ReadLedger:
+class ReadRecords:
     """Thread-safe map from resolved path to the last ``ReadRecord`` of this session."""
 
     def __init__(self, records: Iterable[ReadRecord] = ()) -> None:

@@ -1,7 +1,7 @@
 """The I/O side of ACP's client services: files and terminals for one agent child.
 
-``open_worker(root, env, state_dir=…, ledger=…, key=…)`` is an async context manager that spans
-the agent child's life (the session opens it with the child, see ``actors.harness``);
+``open_work_runner(root, env, state_dir=…, ledger=…, key=…)`` is an async context manager that
+spans the agent child's life (the session opens it with the child, see ``actors.harness``);
 ``run(job)`` does one job from ``jobs`` and returns its outcome, never raising for the job's
 own failure.
 
@@ -40,7 +40,7 @@ from .jobs import (
     ReadFile, TerminalOutput, WaitTerminal, WriteFile,
 )
 
-__all__ = ["MAX_FILE", "MAX_OUTPUT", "AcpWorker", "open_worker"]
+__all__ = ["MAX_FILE", "MAX_OUTPUT", "AcpWorkRunner", "open_work_runner"]
 
 MAX_FILE = 8 * 1024 * 1024
 """The largest file content passed to an agent (it travels in one JSON-RPC frame)."""
@@ -50,21 +50,21 @@ MAX_TERMINALS = 64
 
 
 @asynccontextmanager
-async def open_worker(root: str, env: Mapping[str, str], *, state_dir: str | None = None,
-                      ledger: Any = None, key: str = "acp") -> AsyncIterator[AcpWorker]:
-    """A worker for one agent child; leaving the block kills every terminal it started.
+async def open_work_runner(root: str, env: Mapping[str, str], *, state_dir: str | None = None,
+                           ledger: Any = None, key: str = "acp") -> AsyncIterator[AcpWorkRunner]:
+    """A work runner for one agent child; leaving the block kills every terminal it started.
 
     ``ledger`` (``supervisor.ledger.store.Ledger``) records each terminal under a key that
     starts with ``key``; ``state_dir`` is refused to every job (see the module docstring).
     """
     async with trio.open_nursery() as nursery:
-        worker = AcpWorker(Confinement(root, state_dir), env, nursery, ledger=ledger,
+        runner = AcpWorkRunner(Confinement(root, state_dir), env, nursery, ledger=ledger,
                            key=f"{key}:terminal:{secrets.token_hex(3)}")
         try:
-            yield worker
+            yield runner
         finally:
             with trio.CancelScope(shield=True):
-                await worker.aclose()
+                await runner.aclose()
             nursery.cancel_scope.cancel()
 
 
@@ -99,8 +99,8 @@ class _Terminal:
         return {"exitCode": self.status.exit_code, "signal": self.status.signal}
 
 
-class AcpWorker:
-    """Runs jobs for one agent child; build it with ``open_worker``."""
+class AcpWorkRunner:
+    """Runs jobs for one agent child; build it with ``open_work_runner``."""
 
     def __init__(self, root: Confinement, env: Mapping[str, str], nursery: trio.Nursery, *,
                  ledger: Any = None, key: str = "acp:terminal") -> None:
