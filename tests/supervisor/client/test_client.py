@@ -20,7 +20,7 @@ import msgspec
 import pytest
 import trio
 import trio.testing
-from trio_websocket import WebSocketConnection, wrap_server_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
 
 from protocol.errors import (
     AlreadyDecided,
@@ -373,6 +373,47 @@ async def test_errors_in_the_block_propagate_unwrapped(autojump_clock: trio.test
     with pytest.raises(KeyError):
         async with open_client_on(stream, "t"):
             raise KeyError("mine")
+
+
+async def _closing_peer(nursery: trio.Nursery) -> tuple[trio.abc.Stream, list[int | None], trio.Event]:
+    """A scripted daemon that answers the close handshake at once; it records the close code it saw."""
+    codes: list[int | None] = []
+    gone = trio.Event()
+
+    async def script(peer: _Script) -> None:
+        await peer.welcome()
+        try:
+            await peer.ws.get_message()
+        except ConnectionClosed as exc:
+            codes.append(exc.reason.code if exc.reason is not None else None)
+        gone.set()
+
+    return await _scripted(nursery, script), codes, gone
+
+
+async def test_a_cancelled_client_closes_without_waiting_for_the_handshake(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    # Ctrl-C on ``corral attach`` cancels the scope around the client, its websocket reader
+    # included: the daemon's half of the close handshake could no longer be received, so
+    # leaving the block must not wait for it (it waited CLOSE_TIMEOUT, 2 s, before).
+    stream, codes, gone = await _closing_peer(nursery)
+    with trio.CancelScope() as scope:
+        async with open_client_on(stream, "t"):
+            start = trio.current_time()
+            scope.cancel()
+            await trio.sleep_forever()
+    assert trio.current_time() == start
+    await gone.wait()
+    assert codes == [1006]  # the daemon sees the connection end (no close frame)
+
+
+async def test_a_client_leaving_normally_closes_with_the_handshake(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    stream, codes, gone = await _closing_peer(nursery)
+    async with open_client_on(stream, "t"):
+        pass
+    await gone.wait()
+    assert codes == [1000]
 
 
 async def test_discovery_reads_its_files_off_the_event_loop(
