@@ -180,7 +180,7 @@ def test_a_permission_answered_in_one_tab_goes_from_the_other(
     buttons[0].click()
     wait_for(lambda: not b.all('#permissions [data-permission-id="p1"]'), what="p1 gone from tab B")
     for page in (a, b):
-        page.wait_text("permission p1: allow")
+        page.wait_text("permission p1: allow (by browser)")  # the page's name in its hello
         page.wait_text("exec · bash · completed")
         assert "approved-here\n" in page.content("li.tool")  # the command's output
     # The keyboard: "d" (outside the prompt box) denies the oldest open request.

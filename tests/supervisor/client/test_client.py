@@ -31,6 +31,8 @@ from protocol.errors import (
 )
 from protocol.events import Assistant, Exit, Permission, PermissionDecided, Result, Status, Tool
 from protocol.messages import SessionList, SessionListResult
+from protocol.models import ConnectionInfo
+from supervisor import __version__
 from supervisor.client.connect import open_client, open_client_on
 from supervisor.client.subscription import ConnectionLost
 from supervisor.config import LoadedConfig
@@ -107,6 +109,12 @@ async def test_handshake_status_and_harnesses(daemon: _Daemon) -> None:
             assert client.daemon_pid == os.getpid()
             status = await client.status()
             assert (status.pid, status.sessions, status.clients) == (os.getpid(), 0, 1)
+            assert status.connections == [ConnectionInfo(connection_id=client.connection_id, name="cli",
+                                                         version=__version__)]
+            async with open_client(daemon.root, name="my-editor") as other:
+                listed = (await client.status()).connections
+                assert [(c.connection_id, c.name) for c in listed] == [
+                    (client.connection_id, "cli"), (other.connection_id, "my-editor")]
         async with open_client(daemon.root, transport="tcp") as client:
             assert "fake" in {h.harness for h in await client.harnesses()}
             assert await client.request(SessionList(id=7)) == SessionListResult(sessions=[])
@@ -185,7 +193,7 @@ async def test_permission_answer_and_second_answer(daemon: _Daemon, short_dir: P
                 assert asked.permission_id == "p1"
                 await client.permission(sid, "p1", "allow")
                 decided = (await _until(events, PermissionDecided))[-1].event  # type: ignore[attr-defined]
-                assert (decided.decision, decided.by) == ("allow", client.connection_id)
+                assert (decided.decision, decided.by, decided.by_name) == ("allow", client.connection_id, "cli")
                 tools = [f.event for f in await _until(events, Result) if isinstance(f.event, Tool)]  # type: ignore[attr-defined]
                 assert tools[-1].output == "hi\n"
             with pytest.raises(AlreadyDecided):
