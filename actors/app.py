@@ -278,7 +278,8 @@ class App:
                 return DaemonStatusResult(
                     version=__version__, pid=os.getpid(), uptime_s=self.host.uptime,
                     sessions=len(self.sessions.infos()), clients=self.host.clients,
-                    children=self.host.children(), supervisors=self.host.supervisors())
+                    children=self.host.children(), supervisors=self.host.supervisors(),
+                    connections=self.host.roster.infos())
             case DaemonShutdown():
                 self.host.stop()
                 return Empty()
@@ -326,7 +327,8 @@ class App:
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
                   | SessionCompact(session_id=sid) | SessionClose(session_id=sid)):
-                result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
+                result: msgspec.Struct = await self.sessions.live_session(sid).call(
+                    request, connection_id, by_name=self.host.roster.name(connection_id))
                 if isinstance(request, SessionClose):
                     self.mcp.release(sid)
                 return result

@@ -100,6 +100,10 @@ class PermissionDecided(Message, tag="permission_decided", kw_only=True, frozen=
     permission_id: str
     decision: DecidedAs
     by: str
+    by_name: str = ""
+    """Who decided in words a person knows: the deciding client's name from its ``hello``
+    (``cli``, ``browser``, …), else ``by`` itself (``policy``, ``session``). Empty in events
+    written before it existed: show ``by`` then."""
 
 
 class Result(Message, tag="result", kw_only=True, frozen=True):

@@ -167,6 +167,15 @@ class ChildProcess(Data, kw_only=True, frozen=True):
     pid: int
 
 
+class ConnectionInfo(Data, kw_only=True, frozen=True):
+    """One open client connection of the daemon, as ``daemon.status`` lists it: its id and
+    what its ``hello`` said it is."""
+
+    connection_id: str
+    name: str
+    version: str = ""
+
+
 class DaemonInfo(Data, kw_only=True, frozen=True):
     """The daemon's identity as the handshake reports it."""
 

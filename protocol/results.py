@@ -12,7 +12,7 @@ import msgspec
 
 from .base import Data
 from .events import Delivery
-from .models import ChildProcess, Detection, FileChange, McpServerInfo, SessionInfo
+from .models import ChildProcess, ConnectionInfo, Detection, FileChange, McpServerInfo, SessionInfo
 
 
 class Empty(Data, kw_only=True, frozen=True):
@@ -47,6 +47,8 @@ class DaemonStatusResult(Data, kw_only=True, frozen=True):
     children: list[ChildProcess]
     supervisors: list[SupervisorInfo] = msgspec.field(default_factory=list)
     """Every supervisor of the daemon's tree, root first (depth-first)."""
+    connections: list[ConnectionInfo] = msgspec.field(default_factory=list)
+    """Every connection past its handshake (``clients`` counts those still in it too), oldest first."""
 
 
 class HarnessListResult(Data, kw_only=True, frozen=True):

@@ -145,8 +145,9 @@ class Session:
         settle = 0.0 if self._after is None else AFTER_RESULT_TIMEOUT
         return self.deps.sessions.close_timeout + KILL_MARGIN + settle
 
-    async def call(self, request: ClientRequest, by: str) -> msgspec.Struct:
-        """Serve a session request from connection ``by``; typed errors, never a hang."""
+    async def call(self, request: ClientRequest, by: str, *, by_name: str = "") -> msgspec.Struct:
+        """Serve a session request from connection ``by`` (whose client is called ``by_name``);
+        typed errors, never a hang."""
         timeout = _REQUEST_TIMEOUT
         if isinstance(request, SessionClose):
             if self.core.finished:
@@ -154,7 +155,7 @@ class Session:
             timeout = self.close_bound - KILL_MARGIN + _REQUEST_TIMEOUT
         try:
             result: msgspec.Struct = await self._inbox.request(
-                lambda reply: Call(request, by, reply), timeout=timeout)
+                lambda reply: Call(request, by, reply, by_name), timeout=timeout)
         except ActorGone:
             if isinstance(request, SessionClose):
                 await self.closed.wait()
@@ -261,7 +262,8 @@ class Session:
         if self._after is not None and self._starts_close(msg):
             await self._perform([Emit(event) for event in await self._after.settle()])
         if isinstance(msg, Call):
-            msg = Request(call=self._replies.owe(msg.reply), request=msg.request, by=msg.by)
+            msg = Request(call=self._replies.owe(msg.reply), request=msg.request, by=msg.by,
+                          by_name=msg.by_name)
         outputs = self.core.receive(Tick() if msg is None else msg, trio.current_time())
         if self._after is not None and self.core.finished:
             await self._apply_ending(self._after, outputs)

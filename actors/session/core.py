@@ -194,7 +194,7 @@ class SessionCore(Endings):
                     self._outputs(self._translator.interrupt(self._now))
             case SessionPermission(permission_id=pid, decision=decision):
                 self.approvals.check(pid, decision)
-                self._decide(pid, decision, msg.by)
+                self._decide(pid, decision, msg.by, msg.by_name)
             case SessionSetModel(model=model):
                 if self._translator is not None:
                     self._outputs(self._translator.set_model(model, self._now))

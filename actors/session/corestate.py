@@ -109,9 +109,11 @@ class CoreState:
     # --- permissions and the child's departure ---------------------------------------------
 
     def _decide(self, permission_id: str, decision: Literal["allow", "deny", "allow_always", "timeout"],
-                by: str) -> None:
+                by: str, by_name: str = "") -> None:
+        """Settle a permission; ``by_name`` says who in words (``by`` itself when not given)."""
         self.approvals.settle(permission_id)
-        self._emit(ev.PermissionDecided(permission_id=permission_id, decision=decision, by=by))
+        self._emit(ev.PermissionDecided(permission_id=permission_id, decision=decision, by=by,
+                                        by_name=by_name or by))
         if self._translator is not None:
             wire: Decision = "deny" if decision == "timeout" else decision
             self._outputs(self._translator.decide(permission_id, wire, self._now))
@@ -119,7 +121,8 @@ class CoreState:
     def _cancel_permissions(self) -> None:
         for pid in self.approvals.open_ids():
             self.approvals.settle(pid)
-            self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"))
+            self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session",
+                                            by_name="session"))
 
     def _child_gone(self) -> None:
         self._translator = None
@@ -146,7 +149,8 @@ class CoreState:
                 self._emit(event)
                 if self.lifecycle == "closing":
                     self.approvals.settle(pid)
-                    self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"))
+                    self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session",
+                                            by_name="session"))
                     return
                 decision = self.approvals.open(event, self._now)
                 if decision is not None:
@@ -157,9 +161,10 @@ class CoreState:
                 self._turn_started_at = None
             case ev.PermissionDecided(permission_id=pid):
                 # The harness withdrew an open request itself: reported once; repeats and
-                # requests the session already decided are dropped.
+                # requests the session already decided are dropped. Named as it says ``by``.
                 if self.approvals.settle(pid):
-                    self._emit(event)
+                    self._emit(event if event.by_name else
+                               msgspec.structs.replace(event, by_name=event.by))
             case ev.Init(vendor_session_id=vid, model=model):
                 self._emit(event)
                 changes: dict[str, Any] = {}

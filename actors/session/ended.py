@@ -69,7 +69,8 @@ def close_after_crash(event_log: EventLog) -> None:
                 open_permissions.pop(pid, None)
     now = time.time()
     for pid in open_permissions:
-        event_log.append(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"), now=now)
+        event_log.append(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session",
+                                              by_name="session"), now=now)
     event_log.append(ev.Exit(reason="daemon_restarted"), now=now)
     event_log.append(ev.Status(state="closed", stalled=False), now=now)
     event_log.sync()

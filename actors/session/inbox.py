@@ -28,6 +28,7 @@ class Call(msgspec.Struct, frozen=True):
     request: ClientRequest
     by: str
     reply: Reply[msgspec.Struct]
+    by_name: str = ""
 
 
 class Announce(msgspec.Struct, frozen=True):

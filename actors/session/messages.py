@@ -50,11 +50,15 @@ __all__ = [
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True):
-    """A client request; ``call`` numbers it so that its ``Answer`` finds the caller."""
+    """A client request; ``call`` numbers it so that its ``Answer`` finds the caller.
+
+    ``by`` is the connection id of the caller, ``by_name`` the name its client gave (its id
+    when unknown)."""
 
     call: int
     request: ClientRequest
     by: str
+    by_name: str = ""
 
 
 class ChildSpawned(msgspec.Struct, frozen=True, kw_only=True):

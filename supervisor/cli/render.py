@@ -162,8 +162,8 @@ def describe(event: Event, *, color: bool = False) -> str:
             return red(line) if failed and phase == "completed" else line
         case Permission(permission_id=pid, tool=tool, kind=kind, input=tool_input, options=options):
             return f"? permission {pid}: {tool} [{kind}] {short(tool_input)} ({'/'.join(options)})"
-        case PermissionDecided(permission_id=pid, decision=decision, by=by):
-            return f"permission {pid}: {decision} (by {by})"
+        case PermissionDecided(permission_id=pid, decision=decision, by=by, by_name=by_name):
+            return f"permission {pid}: {decision} (by {by_name or by})"
         case Result():
             return _result_line(event)
         case Error(error_class=error_class, code=code, message=message):

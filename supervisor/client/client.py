@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any, TypeVar
@@ -75,6 +76,8 @@ __all__ = ["SUBSCRIPTION_BUFFER", "Client"]
 log = logging.getLogger("corral.client")
 
 SUBSCRIPTION_BUFFER = 1024
+CLOSE_TIMEOUT = 2.0
+"""Seconds a graceful close waits for the daemon's half of the close handshake."""
 
 _R = TypeVar("_R", bound=Data)
 
@@ -233,11 +236,19 @@ class Client:
         return self._router.lost is None
 
     async def aclose(self) -> None:
-        """Close the websocket (bounded, shielded); what still waits fails with ``ConnectionLost``."""
+        """Close the websocket (shielded); what still waits fails with ``ConnectionLost``.
+
+        Called with the caller's scope cancelled (Ctrl-C on ``corral attach``), it closes the
+        stream at once: the close handshake needs trio-websocket's reader task, which runs in
+        the same cancelled scope and can no longer receive the daemon's answer, so waiting for
+        it would only wait out its bound. Otherwise it closes with the handshake (bounded).
+        """
         self._router.lose(ConnectionLost("the client closed the connection"))
+        cancelled = trio.current_effective_deadline() == -math.inf
         with trio.CancelScope(shield=True):
-            with trio.move_on_after(2):
-                await self.ws.aclose()
+            if not cancelled:
+                with trio.move_on_after(CLOSE_TIMEOUT):
+                    await self.ws.aclose()
             # trio-websocket leaves the stream open when the daemon closed first.
             await self._stream.aclose()
 

@@ -38,12 +38,15 @@ CONNECT_TIMEOUT = 10.0
 
 @asynccontextmanager
 async def open_client(state_dir: Path | str | None = None, *,
-                      transport: Literal["unix", "tcp"] = "unix", name: str = "corral-cli",
+                      transport: Literal["unix", "tcp"] = "unix", name: str = "cli",
                       request_timeout: float = REQUEST_TIMEOUT,
                       connect_timeout: float = CONNECT_TIMEOUT,
                       frame_limit: int = FRAME_LIMIT,
                       subscription_buffer: int = SUBSCRIPTION_BUFFER) -> AsyncIterator[Client]:
     """Connect to the daemon of ``state_dir`` (``resolve_state_dir`` rules) and shake hands.
+
+    ``name`` is what ``hello`` calls this client: the daemon lists it in ``daemon.status`` and
+    names it as who decided a permission (``permission_decided.by_name``).
 
     Raises ``DaemonNotRunning`` when no daemon answers there, ``Unauthorized`` on a wrong
     token, ``Timeout`` when connecting and the handshake take over ``connect_timeout``.

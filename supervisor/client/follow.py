@@ -62,7 +62,7 @@ async def _loop(send: trio.MemorySendChannel[RawEventFrame], state_dir: Path | s
     async with send:
         while True:
             try:
-                async with open_client(state_dir, name="corral-follow") as client:
+                async with open_client(state_dir) as client:
                     events = client.raw_events(session_id, next_seq, follow=True)
                     async with aclosing(events) as frames:
                         async for item in frames:

@@ -42,6 +42,7 @@ from protocol.models import DaemonInfo
 
 from supervisor.proc.pipes import write_nowait
 from supervisor.server.connection_core import ConnectionCore, Offer, Phase, Subscription
+from supervisor.server.roster import Roster
 
 __all__ = ["FLUSH_TIMEOUT", "Backend", "Connection", "FeedLike"]
 
@@ -85,8 +86,10 @@ class Connection:
 
     def __init__(self, ws: WebSocketConnection, backend: Backend, *, token: str, info: DaemonInfo,
                  queue_size: int, handshake_timeout: float, by_cookie: bool = False,
-                 login_code: Callable[[], LoginCodeResult] | None = None) -> None:
+                 login_code: Callable[[], LoginCodeResult] | None = None,
+                 roster: Roster | None = None) -> None:
         self.ws = ws
+        self.roster = roster
         self.login_code = login_code
         self.backend = backend
         self.handshake_timeout = handshake_timeout
@@ -112,6 +115,8 @@ class Connection:
                 nursery.start_soon(self._writer, writer)
                 try:
                     if await self._handshake():
+                        if self.roster is not None and self.core.client is not None:
+                            self.roster.add(self.id, self.core.client)
                         await self._serve_client()
                     if self._broken is not None:
                         raise self._broken
@@ -125,6 +130,8 @@ class Connection:
                     self._draining = True
                     self._changed()
         finally:
+            if self.roster is not None:
+                self.roster.remove(self.id)
             for feed in self._feeds.values():
                 feed.unlisten(self._changed)
             self._feeds.clear()

@@ -47,7 +47,7 @@ from protocol.messages import (
     SubscribeResult,
     Welcome,
 )
-from protocol.models import DaemonInfo
+from protocol.models import ClientInfo, DaemonInfo
 
 from supervisor.server.outqueue import OutQueue, QueueOverflow
 
@@ -108,6 +108,8 @@ class ConnectionCore:
         self.id = connection_id
         self.by_cookie = by_cookie
         self.token_given = False
+        self.client: ClientInfo | None = None
+        """What the client's ``hello`` said it is (set once the handshake is accepted)."""
         self.phase = Phase.HANDSHAKE
         self.closing: Closing | None = None
         self._token = token.encode()
@@ -133,6 +135,7 @@ class ConnectionCore:
             self.refuse(exc.error)
             return False
         self.phase = Phase.OPEN
+        self.client = hello.client
         self._control(Welcome(connection_id=self.id, daemon=self._info))
         return True
 

@@ -37,6 +37,7 @@ from supervisor.proc.prctl import set_child_subreaper
 from supervisor.proc.reaper import run_orphan_reaper
 from supervisor.server.connection import Backend
 from supervisor.server.listener import Sockets, bind, run_listener
+from supervisor.server.roster import Roster
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType, RestartType, Strategy, Supervisor, SupervisorSpec
 from supervisor.tree import SupervisorStats, supervise
@@ -58,6 +59,8 @@ class Host:
         self.stopping = trio.Event()
         self.root: Supervisor | None = None
         self.connections: Supervisor | None = None
+        self.roster = Roster()
+        """The open connections and the names their clients gave."""
 
     def stop(self) -> None:
         """Begin the graceful shutdown (idempotent)."""
@@ -173,7 +176,8 @@ def _children(config: DaemonConfig, app: Application, host: Host, token: str,
         await run_listener(sockets, host.connections, app, token=token, info=host.info,
                            frame_limit=config.frame_limit, queue_size=config.client_queue,
                            handshake_timeout=config.handshake_timeout,
-                           extra_origins=config.allowed_origins, task_status=task_status)
+                           extra_origins=config.allowed_origins, roster=host.roster,
+                           task_status=task_status)
 
     return [
         ChildSpec(id="orphan-reaper", start=run_orphan_reaper, shutdown=1.0),

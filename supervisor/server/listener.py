@@ -43,6 +43,7 @@ from protocol.models import DaemonInfo
 from supervisor.server.connection import FLUSH_TIMEOUT, Backend, Connection
 from supervisor.server.gate import Gate
 from supervisor.server.logins import Logins
+from supervisor.server.roster import Roster
 from supervisor.server.web import Prefixed, Site, read_head
 from supervisor.tree import ChildSpec, RestartType, Supervisor
 
@@ -82,12 +83,14 @@ async def bind(*, host: str, port: int, socket_path: Path) -> Sockets:
 
 async def run_listener(sockets: Sockets, connections: Supervisor, backend: Backend, *, token: str,
                        info: DaemonInfo, frame_limit: int, queue_size: int, handshake_timeout: float,
-                       extra_origins: Sequence[str] = (),
+                       extra_origins: Sequence[str] = (), roster: Roster | None = None,
                        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-    """Accept until cancelled; each stream becomes a temporary child of ``connections``."""
+    """Accept until cancelled; each stream becomes a temporary child of ``connections``
+    (entered in ``roster`` once its handshake is accepted)."""
     gate = Gate(sockets.port, extra_origins)
     site = Site(gate, Logins(token))
-    serving = _Serving(gate, site, backend, token, info, frame_limit, queue_size, handshake_timeout)
+    serving = _Serving(gate, site, backend, token, info, frame_limit, queue_size, handshake_timeout,
+                       roster)
 
     async def accept(stream: trio.abc.Stream, unix: bool) -> None:
         spec = ChildSpec(id=f"conn-{next(_ids)}", start=partial(serving.run, stream, unix),
@@ -124,7 +127,8 @@ class _Serving:
     """Runs one accepted stream: the websocket upgrade behind the gate, then a ``Connection``."""
 
     def __init__(self, gate: Gate, site: Site, backend: Backend, token: str, info: DaemonInfo,
-                 frame_limit: int, queue_size: int, handshake_timeout: float) -> None:
+                 frame_limit: int, queue_size: int, handshake_timeout: float,
+                 roster: Roster | None) -> None:
         self.gate = gate
         self.site = site
         self.backend = backend
@@ -133,6 +137,7 @@ class _Serving:
         self.frame_limit = frame_limit
         self.queue_size = queue_size
         self.handshake_timeout = handshake_timeout
+        self.roster = roster
 
     async def run(self, stream: trio.abc.Stream, unix: bool, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -164,7 +169,8 @@ class _Serving:
                         connection = Connection(accepted[0], self.backend, token=self.token, info=self.info,
                                                 queue_size=self.queue_size,
                                                 handshake_timeout=self.handshake_timeout,
-                                                by_cookie=accepted[1], login_code=self.site.login_code)
+                                                by_cookie=accepted[1], login_code=self.site.login_code,
+                                                roster=self.roster)
                         try:
                             await connection.run()
                         finally:

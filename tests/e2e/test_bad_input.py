@@ -53,7 +53,7 @@ async def test_permission_errors(daemon: DaemonProc, tmp_path: Path) -> None:
         frames = await a.events_until(sid, lambda f: f["event"]["type"] == "result")
         decided = [f["event"] for f in frames if f["event"]["type"] == "permission_decided"]
         assert decided == [{"type": "permission_decided", "permission_id": "p1", "decision": "deny",
-                            "by": decided[0]["by"]}]
+                            "by": decided[0]["by"], "by_name": "e2e"}]
         assert decided[0]["by"].startswith("c-")
 
 

@@ -163,7 +163,7 @@ async def test_permissions_are_answered_by_a_second_client(tmp_path: Path) -> No
                     await other.ok("session.permission", session_id=rig.sid,
                                    permission_id=ask["permission_id"], decision=decision)
                     decided = {"type": "permission_decided", "permission_id": ask["permission_id"],
-                               "decision": decision, "by": other_id}
+                               "decision": decision, "by": other_id, "by_name": "e2e"}
                     for client in (rig.client, other):
                         assert (await rig.until(is_kind("permission_decided"), client))[-1] == decided
                     events = await rig.until(is_kind("result"))

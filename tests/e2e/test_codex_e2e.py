@@ -153,7 +153,7 @@ async def test_approvals_are_answered_by_a_second_client(tmp_path: Path) -> None
                     await other.ok("session.permission", session_id=rig.sid,
                                    permission_id=ask["permission_id"], decision=decision)
                     decided = {"permission_id": ask["permission_id"], "decision": decision,
-                               "by": other_id}
+                               "by": other_id, "by_name": "e2e"}
                     for client in (rig.client, other):
                         seen = (await rig.until(is_kind("permission_decided"), client))[-1]
                         assert seen == {"type": "permission_decided", **decided}
@@ -296,7 +296,7 @@ async def test_interrupt_with_an_open_approval_decides_it_once(tmp_path: Path) -
             events += await rig.until(is_kind("status", state="idle"))
             assert of(events, "permission_decided") == [
                 {"type": "permission_decided", "permission_id": ask["permission_id"],
-                 "decision": "cancelled", "by": "session"}]
+                 "decision": "cancelled", "by": "session", "by_name": "session"}]
             assert of(events, "result")[0]["stop_reason"] == "interrupted"
             events = await rig.turn("again")
             assert of(events, "permission_decided") == []

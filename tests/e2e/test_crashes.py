@@ -103,7 +103,7 @@ async def test_sigkill_of_the_daemon_loses_nothing_and_leaves_no_orphan(tmp_path
                          (state / "sessions" / sids[0] / "events.jsonl").read_text().splitlines()]
             cancelled = [f["event"] for f in first_log if _kind(f) == "permission_decided"]
             assert cancelled == [{"type": "permission_decided", "permission_id": "p1",
-                                  "decision": "cancelled", "by": "session"}]
+                                  "decision": "cancelled", "by": "session", "by_name": "session"}]
     finally:
         assert await stop_daemon(second) == 0
     strays = [p for p in psutil.process_iter(["environ"])

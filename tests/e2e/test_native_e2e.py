@@ -121,7 +121,7 @@ async def test_a_permission_denied_then_one_allowed_by_a_second_client(tmp_path:
                     events = await rig.until(is_kind("result"))
                     assert of(events, "permission_decided") == [
                         {"type": "permission_decided", "permission_id": ask["permission_id"],
-                         "decision": decision, "by": other_id}]
+                         "decision": decision, "by": other_id, "by_name": "e2e"}]
                     (done,) = [t for t in of(events, "tool") if t["phase"] == "completed"]
                     assert done["is_error"] is (decision == "deny")
                     assert of(events, "result")[0]["stop_reason"] == "end_turn"

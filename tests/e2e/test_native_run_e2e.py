@@ -69,6 +69,7 @@ async def test_corral_run_and_probe_end_to_end(tmp_path: Path) -> None:
             assert "can call tools" in done.stdout.decode()
             probe_request = server.model_requests()[-1].body
             assert [t["name"] for t in probe_request["tools"]] == [PING]
+            assert probe_request.get("stream") in (None, False)  # one plain request
             server.add(say("I would rather not"))
             done = await corral(tmp_path, port, "probe", "openai/fake-model")
             assert done.returncode == 1

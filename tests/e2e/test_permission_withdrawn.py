@@ -35,7 +35,8 @@ async def test_a_withdrawn_request_is_decided_once(daemon: DaemonProc, tmp_path:
         frames = await client.events_until(sid, lambda f: f["event"]["type"] == "result")
         frames += await client.events_until(sid, lambda f: f["event"]["type"] == "status")
         events = [f["event"] for f in frames]
-        assert [e for e in events if e["type"] == "permission_decided"] == [_WITHDRAWN]
+        assert [e for e in events if e["type"] == "permission_decided"] == [
+            {**_WITHDRAWN, "by_name": "session"}]  # the session names it as it says ``by``
         states = [e["state"] for e in events if e["type"] == "status"]
         assert states[-4:] == ["running", "waiting", "running", "idle"]
         again = await client.call("session.permission", session_id=sid, permission_id="p1",

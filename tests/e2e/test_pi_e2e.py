@@ -120,7 +120,8 @@ async def test_permission_denied_then_allowed_from_a_second_client(tmp_path: Pat
                     for client in (rig.client, other):
                         seen = (await rig.until(is_kind("permission_decided"), client))[-1]
                         assert seen == {"type": "permission_decided", "decision": decision,
-                                        "permission_id": ask["permission_id"], "by": other_id}
+                                        "permission_id": ask["permission_id"], "by": other_id,
+                                        "by_name": "e2e"}
                     events = await rig.until(is_kind("result"))
                     assert of(events, "result")[0]["stop_reason"] == "end_turn"
     assert not (tmp_path / "work" / "denied.txt").exists()

@@ -44,7 +44,8 @@ async def test_daemon_stop_with_a_permission_open_goes_closing_cancelled_exit_cl
     assert tail == [
         {"type": "status", "state": "waiting", "stalled": False},
         {"type": "status", "state": "closing", "stalled": False},
-        {"type": "permission_decided", "permission_id": "p1", "decision": "cancelled", "by": "session"},
+        {"type": "permission_decided", "permission_id": "p1", "decision": "cancelled", "by": "session",
+         "by_name": "session"},
         {**tail[3], "type": "result", "stop_reason": "interrupted", "is_error": False},
         {**tail[4], "type": "exit", "reason": "closed"},
         {"type": "status", "state": "closed", "stalled": False},
@@ -106,7 +107,7 @@ async def test_a_permission_asked_during_the_close_sequence_is_cancelled(
     events = [f["event"] for f in frames]
     asked = events.index({**ask, "type": "permission"})
     assert events[asked + 1] == {"type": "permission_decided", "permission_id": "late",
-                                 "decision": "cancelled", "by": "session"}
+                                 "decision": "cancelled", "by": "session", "by_name": "session"}
     assert events[-1]["reason"] == "closed"
 
 

@@ -100,7 +100,7 @@ async def test_permission_timeout_denies_and_interrupt_cancels(tmp_path: Path) -
             frames = await client.events_until(sid, lambda f: _kind(f) == "result")
             decided = [f["event"] for f in frames if _kind(f) == "permission_decided"]
             assert decided == [{"type": "permission_decided", "permission_id": "p1",
-                                "decision": "timeout", "by": "session"}]
+                                "decision": "timeout", "by": "session", "by_name": "session"}]
             states = [f["event"]["state"] for f in frames if _kind(f) == "status"]
             assert "waiting" in states
             assert not (tmp_path / "x").exists()

@@ -141,6 +141,28 @@ def test_a_new_session_is_listed_and_a_streamed_turn_is_identical_in_two_tabs(
     assert external == []
 
 
+def test_the_empty_state_points_to_the_session_list_where_the_layout_puts_it(
+        driver: WebDriver, daemon: Daemon, tmp_path: Path) -> None:
+    new_session(daemon, tmp_path, "listed")
+    page = logged_in(driver, daemon)
+    wait_for(lambda: page.all("#session-list button"), what="the session in the list")
+
+    def where() -> tuple[str, str]:
+        """The empty state's words, and where the list is relative to them."""
+        words = page.text("#pick")
+        nav, pick = (page.find(css).rect for css in ("nav.sessions", "#pick"))
+        if nav["x"] + nav["width"] <= pick["x"]:
+            return words, "left"
+        return words, "above" if nav["y"] + nav["height"] <= pick["y"] else "elsewhere"
+
+    assert where() == ("Pick a session on the left, or create one.", "left")
+    driver.set_window_size(390, 844)
+    try:
+        assert where() == ("Pick a session from the list above, or create one.", "above")
+    finally:
+        driver.set_window_size(1280, 800)
+
+
 def test_a_permission_answered_in_one_tab_goes_from_the_other(
         driver: WebDriver, daemon: Daemon, tmp_path: Path) -> None:
     sid = new_session(daemon, tmp_path, "perm")
@@ -158,7 +180,7 @@ def test_a_permission_answered_in_one_tab_goes_from_the_other(
     buttons[0].click()
     wait_for(lambda: not b.all('#permissions [data-permission-id="p1"]'), what="p1 gone from tab B")
     for page in (a, b):
-        page.wait_text("permission p1: allow")
+        page.wait_text("permission p1: allow (by browser)")  # the page's name in its hello
         page.wait_text("exec · bash · completed")
         assert "approved-here\n" in page.content("li.tool")  # the command's output
     # The keyboard: "d" (outside the prompt box) denies the oldest open request.

@@ -2,10 +2,14 @@
 
 Routes (matched by path suffix, so any base-URL prefix works):
 
-* ``POST …/responses``                   OpenAI Responses API (streaming)
-* ``POST …/chat/completions``            OpenAI Chat Completions (streaming)
-* ``POST …/messages``                    Anthropic Messages API (streaming)
+* ``POST …/responses``                   OpenAI Responses API
+* ``POST …/chat/completions``            OpenAI Chat Completions
+* ``POST …/messages``                    Anthropic Messages API
 * ``POST …/models/M:streamGenerateContent`` (``?alt=sse``) and ``…:generateContent``  Gemini
+
+A request with ``stream: true`` (Gemini: ``:streamGenerateContent``) is answered with server-sent
+events, any other with the whole answer in one JSON body (``Turn.hang`` and ``delay`` apply to
+streamed answers; a ``Turn.error`` is then the HTTP status of that kind).
 
 Each model request takes the next step of the script (``tests.fakes.model_script``; a short
 "ok" text once the script is used up), rendered by ``tests.fakes.model_wire`` for the route's
@@ -41,9 +45,13 @@ import trio
 
 from tests.fakes.http import read_request
 from tests.fakes.model_script import Fail, Step, Turn, load_steps, say
-from tests.fakes.model_wire import Api, Frame, error, gemini_body, render
+from tests.fakes.model_wire import Api, Frame, error, render
+from tests.fakes.model_wire import body as whole
 
 __all__ = ["FakeModels", "Recorded", "main"]
+
+_ERROR_STATUS = {"overloaded": 503, "rate_limit": 429, "server_error": 500}
+"""A ``Turn.error`` answered to a request that did not stream: the HTTP status of that kind."""
 
 
 class Recorded(msgspec.Struct, kw_only=True, frozen=True):
@@ -157,11 +165,14 @@ class FakeModels:
             await _send_json(stream, conn, status, payload, extra)
             return
         model = _model_name(api, path, body)
-        if api == "gemini" and path.endswith(":generateContent"):
-            await _send_json(stream, conn, 200, gemini_body(step, model=model, n=n))
-            return
-        if api != "gemini" and not (isinstance(body, dict) and body.get("stream")):
-            await _send_json(stream, conn, 400, {"error": {"message": "fake streams only"}})
+        streamed = path.endswith(":streamGenerateContent") if api == "gemini" else \
+            isinstance(body, dict) and body.get("stream") is True
+        if not streamed:
+            if step.error is not None:
+                status, extra, payload = error(api, Fail(status=_ERROR_STATUS[step.error]))
+                await _send_json(stream, conn, status, payload, extra)
+            else:
+                await _send_json(stream, conn, 200, whole(api, step, model=model, n=n))
             return
         await self._stream(stream, conn, step, render(api, step, model=model, n=n))
 

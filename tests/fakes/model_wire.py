@@ -16,7 +16,10 @@ The APIs (as their official SDKs parse them):
 * ``anthropic``: Messages API events (``message_start`` … ``content_block_delta`` …
   ``message_delta`` with ``stop_reason`` and usage, ``message_stop``).
 * ``gemini``: ``GenerateContentResponse`` chunks (``data: {...}`` separated by CRLF CRLF), the
-  last with ``finishReason`` and ``usageMetadata``; ``gemini_body`` is the non-streaming form.
+  last with ``finishReason`` and ``usageMetadata``.
+
+``body`` is the non-streaming form of each (a request without ``stream: true``; Gemini's
+``:generateContent``): the whole answer in one JSON object.
 """
 
 from __future__ import annotations
@@ -310,6 +313,56 @@ def _gemini(turn: Turn, model: str, n: int) -> list[Frame]:
         frames.append(_data(_gemini_chunk(parts, model, n, finish),
                             delta="functionCall" not in parts[0], sep="\r\n\r\n"))
     return frames
+
+
+def body(api: Api, turn: Turn, *, model: str, n: int) -> dict[str, Any]:
+    """The non-streaming answer of ``api``: the whole of ``turn`` in one JSON object, as the
+    streamed form's last event describes it (Responses), or built the same way (the others)."""
+    match api:
+        case "openai":
+            completed = json.loads(_responses(turn, model, n)[-1].data.split(b"data: ", 1)[1])
+            return dict(completed["response"])
+        case "openai-chat":
+            return _chat_body(turn, model, n)
+        case "anthropic":
+            return _anthropic_body(turn, model, n)
+        case "gemini":
+            return gemini_body(turn, model=model, n=n)
+
+
+def _chat_body(turn: Turn, model: str, n: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    if turn.thought:
+        message["reasoning_content"] = turn.thought
+    if turn.calls:
+        message["tool_calls"] = [{"id": call_id, "type": "function",
+                                  "function": {"name": c.name, "arguments": _dump(c.args)}}
+                                 for c, call_id in zip(turn.calls, call_ids(turn, n))]
+    finish = "length" if turn.stop == "max_tokens" else "tool_calls" if turn.calls else "stop"
+    prompt = turn.input_tokens + turn.cache_read_tokens + turn.cache_write_tokens
+    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": turn.output_tokens,
+                      "total_tokens": prompt + turn.output_tokens,
+                      "prompt_tokens_details": {"cached_tokens": turn.cache_read_tokens},
+                      "completion_tokens_details": {"reasoning_tokens": turn.reasoning_tokens}}}
+
+
+def _anthropic_body(turn: Turn, model: str, n: int) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if turn.thought:
+        content.append({"type": "thinking", "thinking": turn.thought, "signature": f"sig_{n}"})
+    if turn.text:
+        content.append({"type": "text", "text": turn.text})
+    content += [{"type": "tool_use", "id": call_id, "name": c.name, "input": c.args}
+                for c, call_id in zip(turn.calls, call_ids(turn, n))]
+    stop = "max_tokens" if turn.stop == "max_tokens" else "tool_use" if turn.calls else "end_turn"
+    return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": turn.input_tokens,
+                      "cache_creation_input_tokens": turn.cache_write_tokens,
+                      "cache_read_input_tokens": turn.cache_read_tokens,
+                      "output_tokens": turn.output_tokens}}
 
 
 def gemini_body(turn: Turn, *, model: str, n: int) -> dict[str, Any]:

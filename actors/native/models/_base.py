@@ -1,10 +1,12 @@
 """What the SDK-based adapters share: closed config, retries, error classification, closing.
 
 ``SdkLlm`` is an ADK ``BaseLlm`` whose subclasses implement one ``_attempt`` (one HTTP request,
-streamed, yielding partial responses and then the final one, raising whatever the SDK raises)
-and ``_classify_sdk`` (their SDK's exceptions to ``ModelError``). ``generate_content_async``
-wraps the attempt in our retry loop and, when ADK did not ask to stream, passes on only the final
-response (the request is streamed on the wire either way, so the HTTP behaviour is one).
+yielding partial responses and then the final one, raising whatever the SDK raises) and
+``_classify_sdk`` (their SDK's exceptions to ``ModelError``). ``generate_content_async`` wraps
+the attempt in our retry loop. ``stream`` is honoured on the wire: when ADK did not ask to
+stream (``corral probe``, ``corral run``, compaction), the attempt sends one plain request and
+yields only the final response. That matters for local servers whose streamed tool calls are
+broken, which is what ``corral probe`` is there to tell apart.
 
 Cancellation: cancelling the task that iterates ``generate_content_async`` raises
 ``CancelledError`` inside the SDK's read; the attempt's ``async with stream`` closes the
@@ -94,9 +96,8 @@ class SdkLlm(BaseLlm):
 
     async def _answer(self, llm_request: LlmRequest,
                       stream: bool) -> AsyncGenerator[LlmResponse, None]:
-        """One attempt as the caller sees it: without partials when it did not ask to stream
-        (so a failure mid-stream is still retried, as nothing reached the caller)."""
-        async with aclosing(self._attempt(llm_request)) as items:
+        """One attempt as the caller sees it: without partials when it did not ask to stream."""
+        async with aclosing(self._attempt(llm_request, stream)) as items:
             async for response in items:
                 if stream or not response.partial:
                     yield response
@@ -107,8 +108,9 @@ class SdkLlm(BaseLlm):
             await self._close_pool()
 
     @abc.abstractmethod
-    def _attempt(self, llm_request: LlmRequest) -> AsyncGenerator[LlmResponse, None]:
-        """One streamed request: partial responses, then the final one."""
+    def _attempt(self, llm_request: LlmRequest, stream: bool) -> AsyncGenerator[LlmResponse, None]:
+        """One request: streamed (partial responses, then the final one) or, without
+        ``stream``, one plain request and its final response alone."""
 
     @abc.abstractmethod
     def _classify_sdk(self, exc: Exception) -> ModelError | None:

@@ -20,6 +20,8 @@ Mapping:
   signature, ``input_json_delta`` fragments → one call at ``content_block_stop``; usage from
   ``message_start`` and ``message_delta``; ``stop_reason: max_tokens`` → ``MAX_TOKENS``; an
   ``error`` event → ``ModelError`` by its type (``overloaded_error`` → overloaded, …).
+* not streamed (``stream=False``): one ``message`` whose blocks are read the same way
+  (``text``, ``thinking`` with its signature, ``tool_use`` with its ``input``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import AsyncGenerator
 from typing import Any, cast
 
 import anthropic
-from anthropic.types import MessageParam, TextBlockParam, ToolParam
+from anthropic.types import Message, MessageParam, TextBlockParam, ToolParam
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
@@ -71,7 +73,8 @@ class AnthropicLlm(SdkLlm):
                 timeout=http.timeout, http_client=http, open_telemetry=False)
         return cast(anthropic.AsyncAnthropic, self._sdk)
 
-    async def _attempt(self, llm_request: LlmRequest) -> AsyncGenerator[LlmResponse, None]:
+    async def _attempt(self, llm_request: LlmRequest,
+                       stream: bool) -> AsyncGenerator[LlmResponse, None]:
         config, wanted = self.provider, settings(llm_request)
         tools = [{"name": name, "description": description, "input_schema": schema}
                  for name, description, schema in tool_schemas(llm_request)]
@@ -83,8 +86,8 @@ class AnthropicLlm(SdkLlm):
                                  "display": "summarized"}
             max_tokens = max(max_tokens, budget + 1024)
         system = system_text(llm_request)
-        stream = await self._client().messages.create(
-            model=config.model, stream=True, max_tokens=max_tokens,
+        params: dict[str, Any] = dict(
+            model=config.model, max_tokens=max_tokens,
             messages=cast(list[MessageParam], _messages(conversation(llm_request))),
             system=cast(list[TextBlockParam], [{"type": "text", "text": system,
                                                 "cache_control": _EPHEMERAL}])
@@ -93,10 +96,14 @@ class AnthropicLlm(SdkLlm):
             stop_sequences=wanted.stop or anthropic.omit,
             **extra)
         turn = TurnBuilder(config.spec)
+        if not stream:
+            yield _whole(turn, await self._client().messages.create(stream=False, **params))
+            return
+        events = await self._client().messages.create(stream=True, **params)
         pending: dict[int, list[str]] = {}
         finished = False
-        async with stream:
-            async for event in stream:
+        async with events:
+            async for event in events:
                 partial: LlmResponse | None = None
                 if event.type == "message_start":
                     _add_usage(turn, event.message.usage)
@@ -142,6 +149,25 @@ class AnthropicLlm(SdkLlm):
         if isinstance(exc, anthropic.APITimeoutError):
             return ModelError("native.overloaded.timeout", "the model endpoint timed out")
         return None
+
+
+def _whole(turn: TurnBuilder, message: Message) -> LlmResponse:
+    """The final response of a message that was not streamed (each block fed to ``turn``)."""
+    for block in message.content:
+        if block.type == "text":
+            turn.text(block.text)
+        elif block.type == "thinking":
+            turn.thought(block.thinking)
+            turn.signature(tag_signature("anthropic", block.signature))
+        elif block.type == "tool_use":
+            if not isinstance(block.input, dict):
+                raise ModelError("native.protocol.malformed",
+                                 f"the model's arguments for {block.name!r} are not a JSON object")
+            turn.call(block.id, block.name, block.input)
+    _add_usage(turn, message.usage)
+    if message.stop_reason == "max_tokens":
+        turn.finish_reason = types.FinishReason.MAX_TOKENS
+    return turn.final()
 
 
 def _add_usage(turn: TurnBuilder, usage: Any) -> None:

@@ -7,12 +7,14 @@ The lingua franca of OpenAI-compatible servers (vLLM, Ollama, LM Studio, llama.c
   ``tool_call_id``; user images → ``image_url`` data URLs; thoughts are not sent back.
 * function declarations → ``function`` tools; the output limit goes in
   ``max_completion_tokens`` (or ``max_tokens``, per ``chat_max_tokens_field``).
-* ``stream_options.include_usage`` is always asked for: the last chunk (no choices) carries
-  usage, ``prompt_tokens`` including ``prompt_tokens_details.cached_tokens``.
+* ``stream_options.include_usage`` is always asked for when streaming: the last chunk (no
+  choices) carries usage, ``prompt_tokens`` including ``prompt_tokens_details.cached_tokens``.
 * stream: ``delta.content`` → text; ``delta.reasoning_content`` or ``delta.reasoning`` (the
   extensions servers use for thinking models) → thought; tool calls are assembled from their
   indexed fragments and emitted whole in the final response; ``finish_reason: length`` →
   ``MAX_TOKENS``.
+* not streamed (``stream=False``): one ``chat.completion`` whose message is read the same way
+  (``content``, ``reasoning_content``/``reasoning``, whole ``tool_calls``, ``usage``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import openai
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
-from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
+from openai.types import CompletionUsage
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 
 from protocol.events import Usage
@@ -48,7 +51,8 @@ class OpenAIChatLlm(SdkLlm):
             self._sdk, self._close_pool = openai_client(self.provider)
         return cast(openai.AsyncOpenAI, self._sdk)
 
-    async def _attempt(self, llm_request: LlmRequest) -> AsyncGenerator[LlmResponse, None]:
+    async def _attempt(self, llm_request: LlmRequest,
+                       stream: bool) -> AsyncGenerator[LlmResponse, None]:
         config, wanted = self.provider, settings(llm_request)
         tools = [{"type": "function", "function": {"name": name, "description": description,
                                                    "parameters": schema}}
@@ -56,8 +60,8 @@ class OpenAIChatLlm(SdkLlm):
         extra: dict[str, Any] = {}
         if wanted.max_output_tokens:
             extra[config.chat_max_tokens_field] = wanted.max_output_tokens
-        stream = await self._client().chat.completions.create(
-            model=config.model, stream=True, stream_options={"include_usage": True},
+        params: dict[str, Any] = dict(
+            model=config.model,
             messages=cast(list[ChatCompletionMessageParam],
                           _messages(system_text(llm_request), conversation(llm_request))),
             tools=cast(list[ChatCompletionToolParam], tools) if tools else openai.omit,
@@ -66,19 +70,18 @@ class OpenAIChatLlm(SdkLlm):
             stop=wanted.stop or openai.omit,
             **extra)
         turn = TurnBuilder(config.spec)
+        if not stream:
+            completion = await self._client().chat.completions.create(stream=False, **params)
+            yield _whole(turn, completion)
+            return
+        chunks = await self._client().chat.completions.create(
+            stream=True, stream_options={"include_usage": True}, **params)
         calls: dict[int, list[str]] = {}
         finished = False
-        async with stream:
-            async for chunk in stream:
+        async with chunks:
+            async for chunk in chunks:
                 if chunk.usage is not None:
-                    usage = chunk.usage
-                    details = usage.prompt_tokens_details
-                    cached = (details.cached_tokens or 0) if details else 0
-                    turn.usage = Usage(input_tokens=max(usage.prompt_tokens - cached, 0),
-                                       output_tokens=usage.completion_tokens,
-                                       cache_read_tokens=cached)
-                    done = usage.completion_tokens_details
-                    turn.reasoning_tokens = (done.reasoning_tokens or 0) if done else 0
+                    _add_usage(turn, chunk.usage)
                     finished = True
                 for choice in chunk.choices[:1]:
                     for partial in _deltas(turn, choice.delta, calls):
@@ -98,13 +101,50 @@ class OpenAIChatLlm(SdkLlm):
         return classify_openai(exc, self.provider.api_key, self._error_body)
 
 
+def _whole(turn: TurnBuilder, completion: ChatCompletion) -> LlmResponse:
+    """The final response of a completion that was not streamed (fed to ``turn`` as one delta)."""
+    if not completion.choices:
+        raise ModelError("native.protocol.malformed", "the completion has no choices")
+    choice = completion.choices[0]
+    message = choice.message
+    thought = _reasoning(message.model_extra or {})
+    if thought:
+        turn.thought(thought)
+    if message.content:
+        turn.text(message.content)
+    for call in message.tool_calls or []:
+        function = getattr(call, "function", None)  # custom tool calls have none: not ours
+        if function is not None:
+            turn.call(call.id, function.name, parse_arguments(function.arguments, function.name))
+    if completion.usage is not None:
+        _add_usage(turn, completion.usage)
+    if choice.finish_reason == "length":
+        turn.finish_reason = types.FinishReason.MAX_TOKENS
+    return turn.final()
+
+
+def _add_usage(turn: TurnBuilder, usage: CompletionUsage) -> None:
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details else 0
+    turn.usage = Usage(input_tokens=max(usage.prompt_tokens - cached, 0),
+                       output_tokens=usage.completion_tokens, cache_read_tokens=cached)
+    done = usage.completion_tokens_details
+    turn.reasoning_tokens = (done.reasoning_tokens or 0) if done else 0
+
+
+def _reasoning(extra: dict[str, Any]) -> str | None:
+    """The thinking text of a delta or message: ``reasoning_content`` or ``reasoning``, the
+    extensions servers use for thinking models."""
+    thought = extra.get("reasoning_content") or extra.get("reasoning")
+    return thought if isinstance(thought, str) else None
+
+
 def _deltas(turn: TurnBuilder, delta: ChoiceDelta,
             calls: dict[int, list[str]]) -> list[LlmResponse]:
     """Feed one chunk's delta to ``turn``; the partial responses it gives."""
     out: list[LlmResponse] = []
-    extra = delta.model_extra or {}
-    thought = extra.get("reasoning_content") or extra.get("reasoning")
-    if isinstance(thought, str) and (partial := turn.thought(thought)) is not None:
+    thought = _reasoning(delta.model_extra or {})
+    if thought and (partial := turn.thought(thought)) is not None:
         out.append(partial)
     if delta.content and (partial := turn.text(delta.content)) is not None:
         out.append(partial)

@@ -14,6 +14,8 @@ Responses-compatible server see the same thing. Mapping:
 * stream: ``response.output_text.delta`` → text, function calls taken whole from
   ``response.output_item.done``, usage from ``response.completed`` (``incomplete`` →
   ``MAX_TOKENS``), ``response.failed`` / ``error`` → ``ModelError`` by the error's code.
+* not streamed (``stream=False``): one ``response`` whose output items (reasoning summaries,
+  message text, function calls), usage and status are read the same way.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import openai
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
-from openai.types.responses import ResponseInputParam, ToolParam
+from openai.types.responses import Response, ResponseInputParam, ToolParam
 
 from protocol.events import Usage
 
@@ -78,7 +80,8 @@ class OpenAIResponsesLlm(SdkLlm):
             self._sdk, self._close_pool = openai_client(self.provider)
         return cast(openai.AsyncOpenAI, self._sdk)
 
-    async def _attempt(self, llm_request: LlmRequest) -> AsyncGenerator[LlmResponse, None]:
+    async def _attempt(self, llm_request: LlmRequest,
+                       stream: bool) -> AsyncGenerator[LlmResponse, None]:
         config, wanted = self.provider, settings(llm_request)
         tools = [{"type": "function", "name": name, "description": description,
                   "parameters": schema, "strict": False}
@@ -86,8 +89,8 @@ class OpenAIResponsesLlm(SdkLlm):
         extra: dict[str, Any] = {}
         if wanted.include_thoughts:
             extra["reasoning"] = {"summary": "auto"}
-        stream = await self._client().responses.create(
-            model=config.model, stream=True, store=False,
+        params: dict[str, Any] = dict(
+            model=config.model, store=False,
             input=cast(ResponseInputParam, _input_items(conversation(llm_request))),
             instructions=system_text(llm_request) or openai.omit,
             tools=cast(list[ToolParam], tools) if tools else openai.omit,
@@ -96,9 +99,14 @@ class OpenAIResponsesLlm(SdkLlm):
             top_p=openai.omit if wanted.top_p is None else wanted.top_p,
             **extra)
         turn = TurnBuilder(config.spec)
+        if not stream:
+            response = await self._client().responses.create(stream=False, **params)
+            yield _whole(turn, response, config.api_key)
+            return
+        events = await self._client().responses.create(stream=True, **params)
         finished = False
-        async with stream:
-            async for event in stream:
+        async with events:
+            async for event in events:
                 partial: LlmResponse | None = None
                 if event.type == "response.output_text.delta":
                     partial = turn.text(event.delta)
@@ -111,13 +119,7 @@ class OpenAIResponsesLlm(SdkLlm):
                         turn.call(item.call_id, item.name, parse_arguments(item.arguments,
                                                                            item.name))
                 elif event.type in ("response.completed", "response.incomplete"):
-                    usage = event.response.usage
-                    if usage is not None:
-                        cached = usage.input_tokens_details.cached_tokens or 0
-                        turn.usage = Usage(input_tokens=max(usage.input_tokens - cached, 0),
-                                           output_tokens=usage.output_tokens,
-                                           cache_read_tokens=cached)
-                        turn.reasoning_tokens = usage.output_tokens_details.reasoning_tokens or 0
+                    _ended(turn, event.response)
                     if event.type == "response.incomplete":
                         turn.finish_reason = types.FinishReason.MAX_TOKENS
                     finished = True
@@ -152,6 +154,40 @@ def classify_openai(exc: Exception, secret: str, body_of: Any) -> ModelError | N
         message, code = body_of(exc.body)
         return stream_error(code, message or exc.message, secret)
     return None
+
+
+def _whole(turn: TurnBuilder, response: Response, secret: str) -> LlmResponse:
+    """The final response of a response that was not streamed (its output items fed to ``turn``)."""
+    if response.status == "failed":
+        failure = response.error
+        raise stream_error(failure.code if failure else None,
+                           failure.message if failure else None, secret)
+    for item in response.output:
+        if item.type == "reasoning":
+            for summary in item.summary:
+                turn.thought(summary.text)
+            for content in item.content or []:
+                turn.thought(content.text)
+        elif item.type == "message":
+            for part in item.content:
+                if part.type == "output_text":
+                    turn.text(part.text)
+        elif item.type == "function_call":
+            turn.call(item.call_id, item.name, parse_arguments(item.arguments, item.name))
+    _ended(turn, response)
+    return turn.final()
+
+
+def _ended(turn: TurnBuilder, response: Response) -> None:
+    """Usage and finish reason of a completed (or incomplete: ``MAX_TOKENS``) response."""
+    usage = response.usage
+    if usage is not None:
+        cached = usage.input_tokens_details.cached_tokens or 0
+        turn.usage = Usage(input_tokens=max(usage.input_tokens - cached, 0),
+                           output_tokens=usage.output_tokens, cache_read_tokens=cached)
+        turn.reasoning_tokens = usage.output_tokens_details.reasoning_tokens or 0
+    if response.status == "incomplete":
+        turn.finish_reason = types.FinishReason.MAX_TOKENS
 
 
 def _input_items(items: list[Item]) -> list[dict[str, Any]]:

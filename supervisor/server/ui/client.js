@@ -34,7 +34,7 @@ export class Client {
     this.ws = ws;
     ws.onopen = () => {
       ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL, token: "",
-                               client: { name: "corral-ui", version: "1" } }));
+                               client: { name: "browser", version: "1" } }));
     };
     ws.onmessage = (message) => {
       let frame;

@@ -141,7 +141,7 @@ export class Transcript {
       this.open.delete(event.permission_id);
     }
     this.list.append(el("li", { class: "entry system", "data-seq": frame.seq },
-      `permission ${event.permission_id}: ${event.decision} (by ${event.by})`));
+      `permission ${event.permission_id}: ${event.decision} (by ${event.by_name || event.by})`));
   }
 
   line(event, frame) {

@@ -18,7 +18,7 @@ from tests.actors.native.modelkit import (
     CREDENTIAL_HEADERS, KINDS, config_for, final_of, one_call, request, run, texts, tool_result,
     user, wire_calls,
 )
-from tests.fakes.model_script import Turn, call, fail, hang, say
+from tests.fakes.model_script import Call, Turn, call, fail, hang, say
 from tests.fakes.model_thread import ServerThread
 
 pytestmark = pytest.mark.parametrize("kind", KINDS)
@@ -162,13 +162,34 @@ def test_max_tokens_finish_reason(kind: ProviderKind, srv: ServerThread) -> None
     assert final.finish_reason == types.FinishReason.MAX_TOKENS
 
 
-def test_not_streaming_yields_only_the_final_response(kind: ProviderKind,
-                                                      srv: ServerThread) -> None:
-    srv.server.add(Turn(text="whole answer", chunk=3))
+def test_not_streaming_sends_one_plain_request_and_yields_only_the_final_response(
+        kind: ProviderKind, srv: ServerThread) -> None:
+    # What ``corral probe`` relies on: local servers whose streamed tool calls are broken are
+    # asked without streaming, and the answer (tool call included) comes back whole.
+    srv.server.add(Turn(text="whole answer", thought="Hm.", chunk=3, calls=[Call(name="write", args={"path": "a"})],
+                        input_tokens=30, output_tokens=7, cache_read_tokens=4))
     responses = run(lambda: one_call(config_for(kind, srv), request(user("hi")), stream=False))
     assert [r.partial for r in responses] in ([False], [None])
-    assert responses[0].content is not None
-    assert [p.text for p in responses[0].content.parts or []] == ["whole answer"]
+    final = responses[0]
+    assert final.content is not None
+    assert [(p.text, bool(p.thought)) for p in final.content.parts or [] if p.text] == [
+        ("Hm.", True), ("whole answer", False)]
+    [fc] = final.get_function_calls()
+    assert (fc.name, fc.args) == ("write", {"path": "a"})
+    usage = usage_of(final)
+    assert usage is not None and (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (30, 7, 4)
     [sent] = srv.server.model_requests()
     if kind == "gemini":
         assert sent.path.endswith(":generateContent")
+    else:
+        assert sent.body.get("stream") in (None, False)
+        assert "stream_options" not in sent.body
+
+
+def test_not_streaming_cut_answers_and_failures(kind: ProviderKind, srv: ServerThread) -> None:
+    srv.server.add(Turn(text="cut sh", stop="max_tokens"), fail(401))
+    final = final_of(run(lambda: one_call(config_for(kind, srv), request(user("hi")), stream=False)))
+    assert final.finish_reason == types.FinishReason.MAX_TOKENS
+    with pytest.raises(ModelError) as failed:
+        run(lambda: one_call(config_for(kind, srv), request(user("hi")), stream=False))
+    assert failed.value.code == "native.auth.invalid_key"

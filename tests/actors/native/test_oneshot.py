@@ -1,4 +1,5 @@
-"""``corral run``'s bounded one-shot run and ``corral probe`` against the scripted in-process model.
+"""``corral run``'s bounded one-shot run and ``corral probe`` against the scripted in-process model
+(and the probe over each provider's wire, against the fake model server).
 
 Each bound is checked at exactly its limit: the run that fits it succeeds, the one that needs
 one more call stops with the bound's outcome code and without running what was cut.
@@ -6,12 +7,19 @@ one more call stops with the bound's outcome code and without running what was c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from actors.native.models import ProviderKind, build_model, close_model
 from actors.native.oneshot import PING, PING_MARKER, RunLimits, RunResult, probe, run_once
 from tests.fakes.model_script import Call, Turn, call, fail, say
+from tests.fakes.model_thread import ServerThread
 from tests.fakes.scripted_llm import ScriptedLlm
+
+from .modelkit import KINDS, config_for
 
 from .workerkit import run
 
@@ -115,3 +123,32 @@ def test_probe_succeeds_only_on_exactly_the_ping_call() -> None:
                   Turn(calls=[Call(name=PING, args={"marker": PING_MARKER})] * 2)):
         assert run(lambda: probe(ScriptedLlm([wrong]))).outcome == "tool_calling_unsupported"
     assert run(lambda: probe(ScriptedLlm([fail(500)]))).outcome == "model_error"
+
+
+@pytest.fixture
+def srv() -> Iterator[ServerThread]:
+    with ServerThread() as thread:
+        yield thread
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_probe_asks_once_without_streaming_and_reads_the_call(kind: ProviderKind,
+                                                               srv: ServerThread) -> None:
+    # A local server whose streamed tool calls are broken is what the probe is for: its one
+    # request must not stream, and the whole answer (the ping call) must still be read.
+    srv.server.add(Turn(text="Calling it.", calls=[Call(name=PING, args={"marker": PING_MARKER})]))
+    llm = build_model(config_for(kind, srv))
+
+    async def go() -> RunResult:
+        try:
+            return await probe(llm)
+        finally:
+            await close_model(llm)
+
+    result = run(go)
+    assert (result.outcome, result.text, result.usage.model_calls) == ("ok", "Calling it.", 1)
+    [sent] = srv.server.model_requests()
+    if kind == "gemini":
+        assert sent.path.endswith(":generateContent")
+    else:
+        assert sent.body.get("stream") in (None, False)

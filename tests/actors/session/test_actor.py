@@ -143,7 +143,8 @@ async def test_a_permission_nobody_answers_is_denied_at_its_deadline(
                                               "decision": "deny"}
         assert trio.current_time() == asked_at + 5.0
         decided = await until(session, lambda e: isinstance(e, ev.PermissionDecided))
-        assert decided == ev.PermissionDecided(permission_id="p1", decision="timeout", by="session")
+        assert decided == ev.PermissionDecided(permission_id="p1", decision="timeout", by="session",
+                                             by_name="session")
         nursery.cancel_scope.cancel()
 
 
@@ -262,7 +263,8 @@ async def test_stopping_a_session_closes_it_fully_in_its_log(
     assert kinds(session)[-6:] == ["status:waiting", "status:closing", "permission_decided", "result", "exit",
                                    "status:closed"]
     log = events(session)
-    assert log[-4] == ev.PermissionDecided(permission_id="p1", decision="cancelled", by="session")
+    assert log[-4] == ev.PermissionDecided(permission_id="p1", decision="cancelled", by="session",
+                                           by_name="session")
     assert isinstance(log[-3], ev.Result) and log[-3].stop_reason == "interrupted"
     assert log[-2] == ev.Exit(exit_code=0, reason="closed")
     assert child.received[-1] == json.loads(GOODBYE) and child.stdin_closed

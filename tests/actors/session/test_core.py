@@ -75,8 +75,8 @@ class Drive:
         self.last = self.core.receive(msg, now)
         return [show(out) for out in self.last]
 
-    def ask(self, request: ClientRequest, now: float = 0.0, by: str = "c-1") -> list[str]:
-        return self.feed(Request(call=next(self._calls), request=request, by=by), now)
+    def ask(self, request: ClientRequest, now: float = 0.0, by: str = "c-1", by_name: str = "cli") -> list[str]:
+        return self.feed(Request(call=next(self._calls), request=request, by=by, by_name=by_name), now)
 
     def prompt(self, text: str, now: float = 0.0) -> list[str]:
         return self.ask(SessionPrompt(id=0, session_id=SID, text=text), now)
@@ -107,8 +107,8 @@ def show(out: Output) -> str:
     match out:
         case Emit(event=ev.Status(state=state, stalled=stalled)):
             return f"status:{state}" + (":stalled" if stalled else "")
-        case Emit(event=ev.PermissionDecided(permission_id=pid, decision=decision, by=by)):
-            return f"decided:{pid}:{decision}:{by}"
+        case Emit(event=ev.PermissionDecided(permission_id=pid, decision=decision, by=by, by_name=name)):
+            return f"decided:{pid}:{decision}:{by}" + ("" if name == by else f":{name}")
         case Emit(event=ev.Error(code=code)):
             return f"error:{code}"
         case Emit(event=ev.Result(stop_reason=reason, is_error=is_error)):
@@ -188,8 +188,8 @@ def test_a_permission_waits_for_the_first_client_and_is_decided_once() -> None:
     d.prompt("go")
     assert d.ask_permission() == ["permission", "status:waiting"]
     assert d.prompt("meanwhile") == ["user:steered:meanwhile", "write:1:steer", "answer:steered"]
-    assert d.decide("p1", "allow") == ["decided:p1:allow:c-1", "status:running", "write:1:permission_decision",
-                                       "answer:ok"]
+    assert d.decide("p1", "allow") == ["decided:p1:allow:c-1:cli", "status:running",
+                                       "write:1:permission_decision", "answer:ok"]
     assert d.decide("p1", "deny") == ["answer:already_decided"]
     assert d.decide("p9", "deny") == ["answer:unknown_permission"]
 
@@ -221,6 +221,15 @@ def test_an_interrupt_cancels_open_permissions_and_stops_the_turn() -> None:
     d.ask_permission()
     assert d.ask(SessionInterrupt(id=0, session_id=SID)) == [
         "decided:p1:cancelled:session", "status:running", "write:1:interrupt", "answer:ok"]
+
+
+def test_a_request_the_harness_withdrew_is_named_as_it_says_by() -> None:
+    d = Drive()
+    d.spawned()
+    d.prompt("go")
+    d.ask_permission()
+    withdrawn = d.frame(type="permission_decided", permission_id="p1", decision="cancelled", by="session")
+    assert withdrawn[0] == "decided:p1:cancelled:session"  # by_name "session" too
 
 
 # --- stall ----------------------------------------------------------------------------------

@@ -240,7 +240,7 @@ async def test_attach_streams_the_turn_and_detaches_on_sigint(state: Path, short
                 await client.prompt(sid, "stream me")
                 out += await _read_until(process.stdout, "echo: stream me\n")
             assert "allow bash" not in out  # stdin is not a terminal: nothing is asked
-            assert "permission p1: allow (by c-" in out
+            assert "permission p1: allow (by cli)" in out  # the name the client gave in hello
             assert "✓ bash [exec] completed hi" in out
             process.send_signal(signal.SIGINT)
             assert await process.wait() == 0
@@ -278,14 +278,15 @@ async def test_attach_on_a_terminal_asks_and_answers(state: Path, short_dir: Pat
                 assert 'allow bash {"command": "echo hi"}? [y/N/a(lways)] ' in out
                 os.write(terminal, b"y\n")
                 out += await _read_until(process.stdout, "— end_turn")
-                assert "permission p1: allow (by c-" in out and "✓ bash [exec] completed hi" in out
+                assert "permission p1: allow (by cli)" in out and "✓ bash [exec] completed hi" in out
                 assert out.count("allow bash") == 1  # not again after "· waiting"
 
                 await client.prompt(sid, "/ask echo two")  # answered elsewhere: the question goes
                 await _read_until(process.stdout, "? [y/N/a(lways)] ")
-                await client.permission(sid, "p2", "deny")
+                async with open_client(state, name="my-editor") as other:
+                    await other.permission(sid, "p2", "deny")
                 out = await _read_until(process.stdout, "— end_turn")
-                assert f"permission p2: deny (by {client.connection_id})" in out
+                assert "permission p2: deny (by my-editor)" in out  # its client's name, not c-N
             process.send_signal(signal.SIGINT)
             assert await process.wait() == 0
         finally:

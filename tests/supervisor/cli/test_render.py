@@ -68,8 +68,10 @@ def test_result_error_status_exit_permission_lines() -> None:
     assert describe(Exit(signal="SIGKILL", reason="killed")) == "■ exit: killed (signal SIGKILL)"
     asked = Permission(permission_id="p1", tool="bash", kind="exec", input={"command": "rm"})
     assert describe(asked) == '? permission p1: bash [exec] {"command": "rm"} (allow/deny)'
+    assert describe(PermissionDecided(permission_id="p1", decision="deny", by="c-2", by_name="browser")) == \
+        "permission p1: deny (by browser)"
     assert describe(PermissionDecided(permission_id="p1", decision="deny", by="c-2")) == \
-        "permission p1: deny (by c-2)"
+        "permission p1: deny (by c-2)"  # logged before by_name existed
 
 
 def _screen(written: str) -> list[str]:
@@ -113,8 +115,8 @@ def test_on_a_terminal_a_question_stays_the_last_line_shown_once() -> None:
     asked = _screen(out.getvalue())
     assert asked[1:] == ["· waiting", "hm", "allow? "]
     renderer.answered(echoed=False)  # withdrawn: decided elsewhere
-    renderer.render(PermissionDecided(permission_id="p1", decision="deny", by="c-2"))
-    assert _screen(out.getvalue())[1:] == ["· waiting", "hm", "permission p1: deny (by c-2)"]
+    renderer.render(PermissionDecided(permission_id="p1", decision="deny", by="c-2", by_name="cli"))
+    assert _screen(out.getvalue())[1:] == ["· waiting", "hm", "permission p1: deny (by cli)"]
 
 
 def test_short_cuts_and_flattens() -> None:

@@ -20,7 +20,7 @@ import msgspec
 import pytest
 import trio
 import trio.testing
-from trio_websocket import WebSocketConnection, wrap_server_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
 
 from protocol.errors import (
     AlreadyDecided,
@@ -31,6 +31,8 @@ from protocol.errors import (
 )
 from protocol.events import Assistant, Exit, Permission, PermissionDecided, Result, Status, Tool
 from protocol.messages import SessionList, SessionListResult
+from protocol.models import ConnectionInfo
+from supervisor import __version__
 from supervisor.client.connect import open_client, open_client_on
 from supervisor.client.subscription import ConnectionLost
 from supervisor.config import LoadedConfig
@@ -107,6 +109,12 @@ async def test_handshake_status_and_harnesses(daemon: _Daemon) -> None:
             assert client.daemon_pid == os.getpid()
             status = await client.status()
             assert (status.pid, status.sessions, status.clients) == (os.getpid(), 0, 1)
+            assert status.connections == [ConnectionInfo(connection_id=client.connection_id, name="cli",
+                                                         version=__version__)]
+            async with open_client(daemon.root, name="my-editor") as other:
+                listed = (await client.status()).connections
+                assert [(c.connection_id, c.name) for c in listed] == [
+                    (client.connection_id, "cli"), (other.connection_id, "my-editor")]
         async with open_client(daemon.root, transport="tcp") as client:
             assert "fake" in {h.harness for h in await client.harnesses()}
             assert await client.request(SessionList(id=7)) == SessionListResult(sessions=[])
@@ -185,7 +193,7 @@ async def test_permission_answer_and_second_answer(daemon: _Daemon, short_dir: P
                 assert asked.permission_id == "p1"
                 await client.permission(sid, "p1", "allow")
                 decided = (await _until(events, PermissionDecided))[-1].event  # type: ignore[attr-defined]
-                assert (decided.decision, decided.by) == ("allow", client.connection_id)
+                assert (decided.decision, decided.by, decided.by_name) == ("allow", client.connection_id, "cli")
                 tools = [f.event for f in await _until(events, Result) if isinstance(f.event, Tool)]  # type: ignore[attr-defined]
                 assert tools[-1].output == "hi\n"
             with pytest.raises(AlreadyDecided):
@@ -373,6 +381,47 @@ async def test_errors_in_the_block_propagate_unwrapped(autojump_clock: trio.test
     with pytest.raises(KeyError):
         async with open_client_on(stream, "t"):
             raise KeyError("mine")
+
+
+async def _closing_peer(nursery: trio.Nursery) -> tuple[trio.abc.Stream, list[int | None], trio.Event]:
+    """A scripted daemon that answers the close handshake at once; it records the close code it saw."""
+    codes: list[int | None] = []
+    gone = trio.Event()
+
+    async def script(peer: _Script) -> None:
+        await peer.welcome()
+        try:
+            await peer.ws.get_message()
+        except ConnectionClosed as exc:
+            codes.append(exc.reason.code if exc.reason is not None else None)
+        gone.set()
+
+    return await _scripted(nursery, script), codes, gone
+
+
+async def test_a_cancelled_client_closes_without_waiting_for_the_handshake(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    # Ctrl-C on ``corral attach`` cancels the scope around the client, its websocket reader
+    # included: the daemon's half of the close handshake could no longer be received, so
+    # leaving the block must not wait for it (it waited CLOSE_TIMEOUT, 2 s, before).
+    stream, codes, gone = await _closing_peer(nursery)
+    with trio.CancelScope() as scope:
+        async with open_client_on(stream, "t"):
+            start = trio.current_time()
+            scope.cancel()
+            await trio.sleep_forever()
+    assert trio.current_time() == start
+    await gone.wait()
+    assert codes == [1006]  # the daemon sees the connection end (no close frame)
+
+
+async def test_a_client_leaving_normally_closes_with_the_handshake(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    stream, codes, gone = await _closing_peer(nursery)
+    async with open_client_on(stream, "t"):
+        pass
+    await gone.wait()
+    assert codes == [1000]
 
 
 async def test_discovery_reads_its_files_off_the_event_loop(
