@@ -77,7 +77,7 @@ from actors.harness import Driver, HarnessRequest, Translator
 from actors.session.config import SessionsConfig
 from actors.session.corestate import CoreState
 from actors.session.ending import Endings, describe_exit, exit_event
-from actors.session.lifecycle import Lifecycle
+from actors.session.lifecycle import Lifecycle, Move
 from actors.session.messages import (
     Abandoned,
     Abort,
@@ -156,6 +156,11 @@ class SessionCore:
     def finished(self) -> bool:
         """Whether the session ended (``closed`` or ``failed``): nothing more will happen."""
         return self._state.finished
+
+    def allows(self, move: Move) -> bool:
+        """Whether the lifecycle table allows ``move`` now (``allows("close")``: a close would
+        begin, the session is neither closing nor ended)."""
+        return self._state.allows(move)
 
     @property
     def restarts(self) -> int:
@@ -385,7 +390,7 @@ class SessionCore:
 
     def _on_exited(self, status: ExitStatus | None) -> None:
         s = self._state
-        if s.lifecycle == "closing":
+        if s.allows("closed"):  # the child a close waited for
             self._endings.finish_close(status)
             return
         reason = s.broken or (describe_exit(status) if status is not None else "ended")

@@ -65,12 +65,11 @@ class Endings:
     def abandoned(self) -> None:
         """The close overran its bound (the child was killed): the end is recorded anyway."""
         s = self._state
-        if s.finished:
-            return
-        if s.lifecycle != "closing":
+        if s.allows("close"):  # not closing yet
             s.closed_reason = "daemon_stopped"
             s.move("close")
-        self.finish_close(None)
+        if s.allows("closed"):  # not ended yet
+            self.finish_close(None)
 
     def gave_up(self) -> None:
         """The child's supervisor gave up restarting it: ``error {restart_intensity}``; failed."""

@@ -18,9 +18,10 @@ from actors.session.config import SessionsConfig
 from actors.session.core import SessionCore
 from actors.session.corestate import CoreState
 from actors.session.lifecycle import TRANSITIONS, Lifecycle, LifecycleError, Move, allows, next_lifecycle
-from actors.session.messages import Abort, ChildExited, ChildFrame, ChildSpawned, GaveUp, Request, Stop
+from actors.session.messages import Abort, ChildExited, ChildFrame, ChildSpawned, Emit, GaveUp, Request, Stop
 from actors.session.meta import SessionMeta
 from protocol.errors import CorralError, ErrorCode
+from protocol.events import Error
 from protocol.messages import SessionClose
 from supervisor.proc.spec import ExitStatus
 
@@ -103,3 +104,18 @@ def test_every_lifecycle_the_core_goes_through_is_a_move_of_the_table() -> None:
         seen.append(core.lifecycle)
     assert seen == ["starting", "starting", "restarting", "starting", None, "closing", "closed",
                     "closed", "closed", "closed"]
+
+
+def test_news_the_table_refuses_raises_and_the_abort_that_follows_fails_the_session() -> None:
+    """A new generation while a ready child runs cannot happen (its exit is told first); if it
+    did, the core raises rather than take it, and the shell's ``Abort`` ends the session."""
+    core = SessionCore(META, REQUEST, ScriptedDriver(), SessionsConfig(), now=0.0)
+    core.receive(ChildSpawned(gen=1, request=REQUEST, pid=101), 0.0)
+    assert core.lifecycle is None and core.allows("close") and not core.allows("closed")
+    with pytest.raises(LifecycleError, match="running cannot take the move 'ready'"):
+        core.receive(ChildSpawned(gen=2, request=REQUEST, pid=102), 0.0)
+    out = core.receive(Abort(code=LifecycleError.code.value, message="the session failed"), 0.0)
+    events = [o.event for o in out if isinstance(o, Emit)]
+    assert [type(e).__name__ for e in events] == ["Error", "Exit", "Status"]
+    assert events[0] == Error(error_class="unknown", code="internal", message="the session failed")
+    assert core.finished and core.state == "failed" and not core.allows("close")
