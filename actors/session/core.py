@@ -126,6 +126,8 @@ class SessionCore:
     (``actors.session.ending``) acting on it; this class takes the inputs.
     """
 
+    __slots__ = ("_endings", "_state")
+
     def __init__(self, meta: SessionMeta, request: HarnessRequest, driver: Driver,
                  settings: SessionsConfig, *, now: float, resumed: bool = False) -> None:
         self._state = CoreState(meta, request, driver, settings, now=now, resumed=resumed)

@@ -29,6 +29,8 @@ __all__ = ["Endings", "describe_exit", "exit_event"]
 class Endings:
     """The ends of a session, acting on the core's ``CoreState`` (see the module docstring)."""
 
+    __slots__ = ("_state",)
+
     def __init__(self, state: CoreState) -> None:
         self._state = state
 

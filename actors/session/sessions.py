@@ -6,6 +6,11 @@ subscribable, never restarted). At shutdown the supervisor stops them all at onc
 itself. Sessions left running by a crashed daemon are closed on boot with ``exit {reason:
 daemon_restarted}`` and a ``cancelled`` decision for every permission they left open.
 
+A session that told its clients it ended (``closed``, ``failed``) winds down for a moment before
+it moves from ``live`` to ``ended``; requests that tell a live session from an ended one (resume,
+and the workspaces' merge and discard) take it through ``current``, which waits for that move, so
+they see the state the clients were told.
+
 ``announce`` adds an event from outside (a ``workspace`` change) to a session's log: a live
 session appends it in its own loop; an ended one has its log reopened for that one line (under
 the session's lock, which ``resume`` holds too, so the log never has two writers).
