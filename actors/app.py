@@ -311,7 +311,7 @@ class App:
                 self.sessions.get(sid)
                 return await self.workspaces.commit(sid, message)
             case WorkspaceMerge(session_id=sid, strategy=strategy):
-                ended = not isinstance(self.sessions.get(sid), Session)
+                ended = not isinstance(await self.sessions.current(sid), Session)
                 merged = await self.workspaces.merge(sid, strategy, ended=ended)
                 await self.sessions.announce(sid, self.workspaces.event(sid, "merged"))
                 return merged
@@ -374,8 +374,9 @@ class App:
 
     async def _discard(self, session_id: str, *, force: bool, by: str) -> None:
         """``workspace.discard``: an open session is ``session_busy`` unless ``force`` closes it."""
-        found = self.sessions.get(session_id)
+        self.sessions.get(session_id)  # ``unknown_session`` first
         record = self.workspaces.owned(session_id)  # ``unsupported`` before anything is closed
+        found = await self.sessions.current(session_id)  # a session that told ``closed`` has ended
         if isinstance(found, Session):
             if not force:
                 raise SessionBusy(f"session {session_id} is {found.state}: close it first, or "

@@ -337,7 +337,7 @@ class Session:
     def _starts_close(self, msg: Call | Input | None) -> bool:
         """Whether ``msg`` makes a live session start to close (a second close does not)."""
         closes = isinstance(msg, Stop) or (isinstance(msg, Call) and isinstance(msg.request, SessionClose))
-        return closes and not self.core.finished and self.core.lifecycle != "closing"
+        return closes and self.core.allows("close")
 
     async def _after_result_ready(self) -> None:
         """A run of the after-result hook left an event: wake the loop to append it (``_take``).

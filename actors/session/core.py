@@ -19,28 +19,34 @@ translator produced. The same holds for client-side jobs (``actors.harness``): a
 ``Work`` becomes ``RunWork`` for its generation, and a ``WorkDone`` of a dead one is dropped.
 
 **States.** ``lifecycle`` overrides the activity the tracker derives (``idle``, ``running``,
-``waiting``) and is ``None`` while a ready child runs:
+``waiting``) and is ``None`` while a ready child runs. It changes only by the moves of the table in
+``actors.session.lifecycle`` (named in brackets below); a move the table does not allow is a bug
+and raises ``LifecycleError``, on which the shell feeds ``Abort`` as for any bug of the core:
 
 =========== ========================== ======================================================
 lifecycle   input                      effect
 =========== ========================== ======================================================
 starting,   spawned(g)                 (``restarted`` if a crash came before) g's translator
-restarting                             starts; ``starting`` until it is ready, then activity
+restarting                             starts; ``starting`` until it is ready [spawned], then
+                                       activity [ready]
             spawn_failed(g)            ``error {launch}``, ``exit {crashed}`` → restarting
-            gave_up                    ``error {restart_intensity}`` → failed
+                                       [crashed]
+            gave_up                    ``error {restart_intensity}`` → failed [gave_up]
 None        child exited, unasked      open permissions ``cancelled``; a running turn ends with
 (activity)                             ``error {harness_crashed}`` + ``result {is_error}``;
-                                       ``exit {crashed}`` → restarting
-any live    close, stop                → closing; open permissions ``cancelled``; the child
-                                       gets ``CloseChild`` with the translator's goodbye, or,
-                                       with no child running, the close ends at once
+                                       ``exit {crashed}`` → restarting [crashed]
+any live    close, stop                → closing [close]; open permissions ``cancelled``; the
+                                       child gets ``CloseChild`` with the translator's goodbye,
+                                       or, with no child running, the close ends at once
 closing     child exited               a running turn ends ``result {interrupted}``; held
-                                       prompts reported; ``exit {closed}`` → closed; every
-                                       close request answered
+                                       prompts reported; ``exit {closed}`` → closed [closed];
+                                       every close request answered
 closing     permission from the child  decided ``cancelled`` at once
 any live    abort (a bug)              ``error {code}``; open permissions cancelled, the turn
-                                       ends, ``exit {killed}`` → failed
+                                       ends, ``exit {killed}`` → failed [abort]
 any live    abandoned                  as ``closing`` + exited with no status
+any live    storage lost               → failed [abort], announced nowhere (the log takes no
+                                       more events); ``meta.json`` says ``storage_failed``
 closed,     anything                   requests get ``session_closed`` (close gets ``ok``)
 failed
 =========== ========================== ======================================================
@@ -57,17 +63,21 @@ yields one ``user`` event when it reaches the harness.
 client, the permission timeout (``timeout``, sent to the harness as ``deny``), or the end of the
 turn, child or session (``cancelled``). Bookkeeping: ``actors.session.approvals``.
 
-**Layout.** ``SessionCore`` is built in three layers, one module each: ``corestate``
-(``CoreState``: the state, what can be read of it, and the steps every decision is made of),
-``ending`` (``Endings``: close, abandon, abort, storage lost) and this one (the inputs).
+**Layout.** ``SessionCore`` takes the inputs; it is composed of a ``CoreState``
+(``actors.session.corestate``: the state, what can be read of it, and the steps every decision is
+made of) and an ``Endings`` (``actors.session.ending``: close, abandon, give up, abort, storage lost) that
+acts on that same state. The lifecycle's table is ``actors.session.lifecycle``.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from actors.harness import Translator
+from actors.harness import Driver, HarnessRequest, Translator
+from actors.session.config import SessionsConfig
+from actors.session.corestate import CoreState
 from actors.session.ending import Endings, describe_exit, exit_event
+from actors.session.lifecycle import Lifecycle, Move
 from actors.session.messages import (
     Abandoned,
     Abort,
@@ -87,11 +97,12 @@ from actors.session.messages import (
     Tick,
     WorkDone,
 )
+from actors.session.meta import SessionMeta
 from protocol import events as ev
 from protocol.errors import (
     BadRequest, CorralError, ProtocolError, SessionBusy, SessionClosed, Unsupported,
 )
-from protocol.events import Delivery
+from protocol.events import Delivery, SessionState
 from protocol.messages import (
     Empty,
     PromptResult,
@@ -102,27 +113,94 @@ from protocol.messages import (
     SessionPrompt,
     SessionSetModel,
 )
+from protocol.models import SessionInfo
 from supervisor.proc.spec import ExitStatus
 
 __all__ = ["SessionCore"]
 
 
-class SessionCore(Endings):
+class SessionCore:
     """One session's state and decisions; feed it with ``receive`` (see the module docstring).
 
-    Built on ``Endings`` (``actors.session.ending``) and ``CoreState``
-    (``actors.session.corestate``); this layer takes the inputs.
+    Composed of a ``CoreState`` (``actors.session.corestate``) and an ``Endings``
+    (``actors.session.ending``) acting on it; this class takes the inputs.
     """
+
+    __slots__ = ("_endings", "_state")
+
+    def __init__(self, meta: SessionMeta, request: HarnessRequest, driver: Driver,
+                 settings: SessionsConfig, *, now: float, resumed: bool = False) -> None:
+        self._state = CoreState(meta, request, driver, settings, now=now, resumed=resumed)
+        self._endings = Endings(self._state)
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def meta(self) -> SessionMeta:
+        return self._state.meta
+
+    @property
+    def request(self) -> HarnessRequest:
+        """The session's harness request, with today's model."""
+        return self._state.request
+
+    @property
+    def lifecycle(self) -> Lifecycle | None:
+        """The lifecycle (``None``: a ready child runs); see ``actors.session.lifecycle``."""
+        return self._state.lifecycle
+
+    @property
+    def state(self) -> SessionState:
+        """The state clients see: the lifecycle, else the tracker's activity."""
+        return self._state.state
+
+    @property
+    def finished(self) -> bool:
+        """Whether the session ended (``closed`` or ``failed``): nothing more will happen."""
+        return self._state.finished
+
+    def allows(self, move: Move) -> bool:
+        """Whether the lifecycle table allows ``move`` now (``allows("close")``: a close would
+        begin, the session is neither closing nor ended)."""
+        return self._state.allows(move)
+
+    @property
+    def restarts(self) -> int:
+        return self._state.restarts
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's pid, if one runs."""
+        return self._state.pid
+
+    @property
+    def settled(self) -> bool:
+        """Whether the first child generation was heard of (spawned, or failed to be)."""
+        return self._state.settled
+
+    def child_request(self) -> HarnessRequest:
+        """What the next child generation is launched from (``CoreState.child_request``)."""
+        return self._state.child_request()
+
+    def next_deadline(self) -> float | None:
+        """When the core wants a ``Tick``: a permission timeout or the stall threshold."""
+        return self._state.next_deadline()
+
+    def info(self, last_seq: int) -> SessionInfo:
+        """A snapshot for ``session.get``/``session.list``."""
+        return self._state.info(last_seq)
 
     # --- the one entry point -----------------------------------------------------------
 
     def receive(self, msg: Input, now: float) -> list[Output]:
         """Take one input at time ``now``; return what to do, in order.
 
-        Raises only on a bug (of the core or a translator); the shell then feeds ``Abort``,
-        which gets the outputs decided before the failure too.
+        Raises only on a bug (of the core or a translator; a lifecycle move the table does not
+        allow: ``LifecycleError``); the shell then feeds ``Abort``, which gets the outputs
+        decided before the failure too.
         """
-        self._now = now
+        s = self._state
+        s.now = now
         match msg:
             case Request():
                 self._on_request(msg)
@@ -135,33 +213,33 @@ class SessionCore(Endings):
                     self._on_frame(data)
             case ChildBroken(gen=gen, code=code, message=message):
                 if self._is_current(gen):
-                    self._emit(ev.Error(error_class="protocol", code=code, message=message))
-                    self._broken = message
+                    s.emit(ev.Error(error_class="protocol", code=code, message=message))
+                    s.broken = message
             case ChildReaped(gen=gen, status=status):
                 if self._is_current(gen):
                     self._on_exited(status)
             case WorkDone(gen=gen, id=work_id, outcome=outcome):
                 if self._is_current(gen):
                     # a translator that hands out ``Work`` has ``finished`` (actors.harness)
-                    finished = getattr(self._translator, "finished")
-                    self._outputs(finished(work_id, outcome, now))
+                    finished = getattr(s.translator, "finished")
+                    s.outputs(finished(work_id, outcome, now))
             case GaveUp():
-                self._on_gave_up()
+                self._endings.gave_up()
             case Stop():
-                if not self.finished and self.lifecycle != "closing":
-                    self._begin_close("daemon_stopped")
+                if s.allows("close"):
+                    self._endings.begin_close("daemon_stopped")
             case Abandoned():
-                self._on_abandoned()
+                self._endings.abandoned()
             case Abort(code=code, message=message):
-                self._on_abort(code, message)
+                self._endings.abort(code, message)
             case StorageLost():
-                self._on_storage_lost()
+                self._endings.storage_lost()
             case Tick():
                 pass
-        if not self.finished:
-            self._check_timers()
+        if not s.finished:
+            s.check_timers()
             self._release_held()
-        out, self._out = self._out, []
+        out, s.out = s.out, []
         return out
 
     # --- requests -----------------------------------------------------------------------
@@ -170,39 +248,40 @@ class SessionCore(Endings):
         try:
             result = self._serve(msg)
         except CorralError as exc:
-            self._out.append(Answer(call=msg.call, error=exc))
+            self._state.out.append(Answer(call=msg.call, error=exc))
             return
         if result is not None:
-            self._out.append(Answer(call=msg.call, result=result))
+            self._state.out.append(Answer(call=msg.call, result=result))
 
     def _serve(self, msg: Request) -> msgspec.Struct | None:
         """The result of a request, or ``None`` when the answer comes later (a close)."""
+        s = self._state
         request = msg.request
-        if self.finished or self.lifecycle == "closing":
+        if s.ending:
             if not isinstance(request, SessionClose):
-                raise SessionClosed(f"session {self.meta.id} is {self.state}")
-            if self.finished:
+                raise SessionClosed(f"session {s.meta.id} is {s.state}")
+            if s.finished:
                 return Empty()
-            self._closers.append(msg.call)
+            s.closers.append(msg.call)
             return None
         match request:
             case SessionPrompt(text=text):
                 return PromptResult(delivery=self._prompt(text))
             case SessionInterrupt():
-                self._cancel_permissions()
-                if self._translator is not None and self.tracker.turn_running:
-                    self._outputs(self._translator.interrupt(self._now))
+                s.cancel_permissions()
+                if s.translator is not None and s.tracker.turn_running:
+                    s.outputs(s.translator.interrupt(s.now))
             case SessionPermission(permission_id=pid, decision=decision):
-                self.approvals.check(pid, decision)
-                self._decide(pid, decision, msg.by, msg.by_name)
+                s.approvals.check(pid, decision)
+                s.decide(pid, decision, msg.by, msg.by_name)
             case SessionSetModel(model=model):
-                if self._translator is not None:
-                    self._outputs(self._translator.set_model(model, self._now))
-                self.request = msgspec.structs.replace(self.request, model=model)
-                self._save_meta(model=model)
+                if s.translator is not None:
+                    s.outputs(s.translator.set_model(model, s.now))
+                s.request = msgspec.structs.replace(s.request, model=model)
+                s.save_meta(model=model)
             case SessionClose():
-                self._closers.append(msg.call)
-                self._begin_close("closed")
+                s.closers.append(msg.call)
+                self._endings.begin_close("closed")
                 return None
             case SessionCompact():
                 self._compact()
@@ -212,123 +291,122 @@ class SessionCore(Endings):
 
     def _compact(self) -> None:
         """``session.compact``: only translators with a ``compact`` method can; only when idle."""
-        translator = self._translator
+        s = self._state
+        translator = s.translator
         compact = getattr(translator, "compact", None)
         if translator is not None and compact is None:
-            raise Unsupported(f"the {self.meta.harness} harness cannot compact a session")
+            raise Unsupported(f"the {s.meta.harness} harness cannot compact a session")
         if (translator is None or compact is None or not translator.ready
-                or self.lifecycle is not None or self.tracker.turn_running or self.approvals
-                or self.prompts):
-            raise SessionBusy(f"session {self.meta.id} is {self.state}: compact it when idle")
-        self._outputs(compact(self._now))
+                or not s.running or s.tracker.turn_running or s.approvals or s.prompts):
+            raise SessionBusy(f"session {s.meta.id} is {s.state}: compact it when idle")
+        s.outputs(compact(s.now))
 
     def _prompt(self, text: str) -> Delivery:
-        translator = self._translator
-        if translator is not None and translator.ready and self.lifecycle is None and not self.prompts:
-            if not self.tracker.turn_running and not self.approvals:
+        s = self._state
+        translator = s.translator
+        if translator is not None and translator.ready and s.running and not s.prompts:
+            if not s.tracker.turn_running and not s.approvals:
                 self._start_turn(translator, text, "prompted")
                 return "prompted"
-            frames = translator.steer(text, self._now)
+            frames = translator.steer(text, s.now)
             if frames is not None:
-                self._emit(ev.User(text=text, delivery="steered"))
-                self._outputs(frames)
+                s.emit(ev.User(text=text, delivery="steered"))
+                s.outputs(frames)
                 return "steered"
-        self.prompts.hold(text)
+        s.prompts.hold(text)
         return "held"
 
     def _start_turn(self, translator: Translator, text: str, delivery: Delivery) -> None:
-        frames = translator.prompt(text, self._now)  # may refuse (session_busy) before anything happened
-        self.tracker.turn_started(self._now)
-        self._turn_started_at = self._now
-        self._emit(ev.User(text=text, delivery=delivery))
-        self._outputs(frames)
+        s = self._state
+        frames = translator.prompt(text, s.now)  # may refuse (session_busy) before anything happened
+        s.tracker.turn_started(s.now)
+        s.turn_started_at = s.now
+        s.emit(ev.User(text=text, delivery=delivery))
+        s.outputs(frames)
 
     def _release_held(self) -> None:
         """Send the oldest held prompt if the harness is free (checked after every input)."""
-        translator = self._translator
-        if (not self.prompts or translator is None or not translator.ready or self.lifecycle is not None
-                or self.tracker.turn_running or self.approvals):
+        s = self._state
+        translator = s.translator
+        if (not s.prompts or translator is None or not translator.ready or not s.running
+                or s.tracker.turn_running or s.approvals):
             return
-        text = self.prompts.next()
+        text = s.prompts.next()
         try:
             self._start_turn(translator, text, "held")
         except CorralError:
-            self.prompts.put_back(text)
+            s.prompts.put_back(text)
 
     # --- the child ----------------------------------------------------------------------
 
     def _is_current(self, gen: int) -> bool:
-        return gen == self._gen and self._translator is not None
+        return gen == self._state.gen and self._state.translator is not None
 
     def _on_spawned(self, msg: ChildSpawned) -> None:
-        if msg.gen <= self._gen:
+        s = self._state
+        if msg.gen <= s.gen:
             return
-        if self.finished:
-            self._out.append(CloseChild(gen=msg.gen))  # too late: the session has ended
+        if s.finished:
+            s.out.append(CloseChild(gen=msg.gen))  # too late: the session has ended
             return
         self._new_generation(msg.gen)
-        translator = self.driver.translator(msg.request)
-        self._translator, self.pid = translator, msg.pid
-        self.tracker.reset(self._now)
-        self._set_lifecycle(None if translator.ready else "starting")
-        self._outputs(translator.start(self._now))
+        translator = s.driver.translator(msg.request)
+        s.translator, s.pid = translator, msg.pid
+        s.tracker.reset(s.now)
+        s.move("ready" if translator.ready else "spawned")
+        s.outputs(translator.start(s.now))
 
     def _on_spawn_failed(self, gen: int, code: str, message: str) -> None:
-        if gen <= self._gen or self.finished:
+        s = self._state
+        if gen <= s.gen or s.finished:
             return
         self._new_generation(gen)
-        self._emit(ev.Error(error_class="launch", code=code, message=message))
-        self._emit(ev.Exit(reason="crashed"))
+        s.emit(ev.Error(error_class="launch", code=code, message=message))
+        s.emit(ev.Exit(reason="crashed"))
         self._crashed(message)
 
     def _new_generation(self, gen: int) -> None:
-        self._gen = gen
-        self.settled = True
-        if self._restart_due:
-            self._restart_due = False
-            self.restarts += 1
-            self._save_meta(restarts=self.restarts)
-            self._emit(ev.Restarted(attempt=self.restarts, reason=self._last_crash))
+        s = self._state
+        s.gen = gen
+        s.settled = True
+        if s.restart_due:
+            s.restart_due = False
+            s.restarts += 1
+            s.save_meta(restarts=s.restarts)
+            s.emit(ev.Restarted(attempt=s.restarts, reason=s.last_crash))
 
     def _on_frame(self, data: bytes) -> None:
-        translator = self._translator
+        s = self._state
+        translator = s.translator
         if translator is None:
             return
         try:
-            outputs = translator.receive(data, self._now)
+            outputs = translator.receive(data, s.now)
         except ProtocolError as exc:
-            self._emit(ev.Error(error_class="protocol", code=str(exc.code), message=exc.message))
+            s.emit(ev.Error(error_class="protocol", code=str(exc.code), message=exc.message))
             return
-        became_ready = self.lifecycle == "starting" and translator.ready
-        self._outputs(outputs)
-        if became_ready and self.lifecycle == "starting":
-            self._set_lifecycle(None)
+        became_ready = s.lifecycle == "starting" and translator.ready
+        s.outputs(outputs)
+        if became_ready and s.lifecycle == "starting":
+            s.move("ready")
 
     def _on_exited(self, status: ExitStatus | None) -> None:
-        if self.lifecycle == "closing":
-            self._finish_close(status)
+        s = self._state
+        if s.allows("closed"):  # the child a close waited for
+            self._endings.finish_close(status)
             return
-        reason = self._broken or (describe_exit(status) if status is not None else "ended")
-        self._cancel_permissions()
-        if self.tracker.turn_running:
-            self._emit(ev.Error(error_class="unknown", code="harness_crashed",
-                                message=f"the harness child ended during the turn ({reason})"))
-            self._emit(self._complete(ev.Result(stop_reason="error", is_error=True)))
-        self._child_gone()
-        self._emit(exit_event(status, "crashed"))
+        reason = s.broken or (describe_exit(status) if status is not None else "ended")
+        s.cancel_permissions()
+        if s.tracker.turn_running:
+            s.emit(ev.Error(error_class="unknown", code="harness_crashed",
+                            message=f"the harness child ended during the turn ({reason})"))
+            s.emit(s.complete(ev.Result(stop_reason="error", is_error=True)))
+        s.child_gone()
+        s.emit(exit_event(status, "crashed"))
         self._crashed(reason)
 
     def _crashed(self, reason: str) -> None:
-        self._restart_due = True
-        self._last_crash = reason
-        self._set_lifecycle("restarting")
-
-    def _on_gave_up(self) -> None:
-        if self.finished or self.lifecycle == "closing":
-            return
-        settings = self.settings
-        self._emit(ev.Error(error_class="launch", code="restart_intensity",
-                            message=f"the harness crashed more than {settings.restart_intensity} times "
-                                    f"in {settings.restart_period:g} s (last: {self._last_crash})"))
-        self._report_lost("the session failed")
-        self._end("failed", "failed")
+        s = self._state
+        s.restart_due = True
+        s.last_crash = reason
+        s.move("crashed")

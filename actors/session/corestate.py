@@ -1,24 +1,27 @@
-"""The session core's state, and the steps every decision of it is made of.
+"""A session core's state, and the steps every decision of it is made of.
 
-``SessionCore`` (``actors.session.core``, whose header holds the theory of operation) is built
-in three layers, one module each: this one (``CoreState``) holds the state, what can be read of
-it, and the steps every decision uses: recording an event (``_emit``; the ``status`` it implies
-follows at once), the lifecycle and metadata, permission decisions, a translator's outputs
-(frames and jobs for its generation, events into the session) and the timers;
-``actors.session.ending`` (``Endings``) how a session ends; ``actors.session.core`` the inputs
-(requests and the child's notices). No I/O, no trio, no clock: time comes in as ``now``.
+``SessionCore`` (``actors.session.core``, whose header holds the theory of operation) owns one
+``CoreState`` and hands it to the helpers it is composed of (``actors.session.ending``'s
+``Endings``), so they all act on the same state. It holds the state, what can be read of it,
+and the steps every decision uses: recording an event (``emit``; the ``status`` it implies
+follows at once), a move of the lifecycle (``move``, through the table in
+``actors.session.lifecycle``) and the metadata, permission decisions, a translator's outputs
+(frames and jobs for its generation, events into the session) and the timers. No I/O, no trio,
+no clock: time comes in as ``now``. Its fields are read and written by the core and its
+helpers only; the daemon reads a session through ``SessionCore``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from actors.harness import Driver, HarnessRequest, Send, Translator, Work, WorkOutput
 from actors.session.approvals import Approvals
 from actors.session.config import SessionsConfig
+from actors.session.lifecycle import FINAL, Lifecycle, Move, allows, next_lifecycle
 from actors.session.messages import Emit, Output, RunWork, SaveMeta, Write
 from actors.session.meta import SessionMeta
 from actors.session.policy import Policy
@@ -29,10 +32,6 @@ from protocol.events import Decision, SessionState
 from protocol.models import SessionInfo
 
 __all__ = ["CoreState", "Lifecycle"]
-
-Lifecycle = Literal["starting", "restarting", "closing", "closed", "failed"]
-"""The states that override the tracker's activity (``None``: a ready child runs)."""
-_FINAL: Final = ("closed", "failed")
 
 
 class CoreState:
@@ -48,22 +47,27 @@ class CoreState:
         self.tracker = Tracker(stall_threshold=settings.stall_threshold, now=now)
         self.prompts = PromptQueue()
         self.lifecycle: Lifecycle | None = "starting"
+        """Changed by ``move`` only (``actors.session.lifecycle``)."""
         self.restarts = meta.restarts
         self.pid: int | None = None
         self.settled = False
         """Whether the first child generation was heard of (spawned, or failed to be)."""
-        self._gen = 0
-        self._translator: Translator | None = None
+        self.gen = 0
+        """The generation of the child the core listens to (0 before the first)."""
+        self.translator: Translator | None = None
         # A resumed session's first generation is announced as ``restarted {reason: "resumed"}``.
-        self._restart_due = resumed
-        self._last_crash = "resumed" if resumed else "unknown"
-        self._broken: str | None = None
-        self._turn_started_at: float | None = None
-        self._closers: list[int] = []
-        self._closed_reason = "closed"
+        self.restart_due = resumed
+        self.last_crash = "resumed" if resumed else "unknown"
+        self.broken: str | None = None
+        """Why the running child's stream broke (``ChildBroken``), for its exit's message."""
+        self.turn_started_at: float | None = None
+        self.closers: list[int] = []
+        """The calls of the ``session.close`` requests answered once the session has closed."""
+        self.closed_reason = "closed"
+        self.now = now
+        self.out: list[Output] = []
+        """The outputs decided in the current ``receive``, in order."""
         self._announced: SessionState | None = None
-        self._now = now
-        self._out: list[Output] = []
 
     # --- reading ------------------------------------------------------------------------
 
@@ -76,12 +80,21 @@ class CoreState:
     @property
     def finished(self) -> bool:
         """Whether the session ended (``closed`` or ``failed``): nothing more will happen."""
-        return self.lifecycle in _FINAL
+        return self.lifecycle in FINAL
 
     @property
-    def generation(self) -> int:
-        """The generation of the child the core listens to (0 before the first)."""
-        return self._gen
+    def ending(self) -> bool:
+        """Whether the session is closing or ended: requests other than a close are refused."""
+        return self.finished or self.lifecycle == "closing"
+
+    @property
+    def running(self) -> bool:
+        """Whether a ready child runs (no lifecycle overrides the activity)."""
+        return self.lifecycle is None
+
+    def allows(self, move: Move) -> bool:
+        """Whether the lifecycle table allows ``move`` now."""
+        return allows(self.lifecycle, move)
 
     def child_request(self) -> HarnessRequest:
         """What the next child generation is launched from: the request with today's model and
@@ -108,107 +121,113 @@ class CoreState:
 
     # --- permissions and the child's departure ---------------------------------------------
 
-    def _decide(self, permission_id: str, decision: Literal["allow", "deny", "allow_always", "timeout"],
-                by: str, by_name: str = "") -> None:
+    def decide(self, permission_id: str, decision: Literal["allow", "deny", "allow_always", "timeout"],
+               by: str, by_name: str = "") -> None:
         """Settle a permission; ``by_name`` says who in words (``by`` itself when not given)."""
         self.approvals.settle(permission_id)
-        self._emit(ev.PermissionDecided(permission_id=permission_id, decision=decision, by=by,
-                                        by_name=by_name or by))
-        if self._translator is not None:
+        self.emit(ev.PermissionDecided(permission_id=permission_id, decision=decision, by=by,
+                                       by_name=by_name or by))
+        if self.translator is not None:
             wire: Decision = "deny" if decision == "timeout" else decision
-            self._outputs(self._translator.decide(permission_id, wire, self._now))
+            self.outputs(self.translator.decide(permission_id, wire, self.now))
 
-    def _cancel_permissions(self) -> None:
+    def cancel_permissions(self) -> None:
         for pid in self.approvals.open_ids():
             self.approvals.settle(pid)
-            self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session",
-                                            by_name="session"))
+            self.emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session",
+                                           by_name="session"))
 
-    def _child_gone(self) -> None:
-        self._translator = None
+    def child_gone(self) -> None:
+        self.translator = None
         self.pid = None
-        self._broken = None
-        self._turn_started_at = None
-        self.tracker.reset(self._now)
+        self.broken = None
+        self.turn_started_at = None
+        self.tracker.reset(self.now)
 
     # --- harness output ------------------------------------------------------------------
 
-    def _outputs(self, outputs: Sequence[WorkOutput]) -> None:
+    def outputs(self, outputs: Sequence[WorkOutput]) -> None:
         """A translator's outputs: frames and jobs for its own generation, events into the session."""
         for out in outputs:
             if isinstance(out, Send):
-                self._out.append(Write(gen=self._gen, data=out.data))
+                self.out.append(Write(gen=self.gen, data=out.data))
             elif isinstance(out, Work):
-                self._out.append(RunWork(gen=self._gen, id=out.id, job=out.job))
+                self.out.append(RunWork(gen=self.gen, id=out.id, job=out.job))
             else:
-                self._on_event(out)
+                self.on_event(out)
 
-    def _on_event(self, event: ev.Event) -> None:
+    def on_event(self, event: ev.Event) -> None:
+        """An event of the harness: recorded, and acted on (permissions, results, its init)."""
         match event:
             case ev.Permission(permission_id=pid):
-                self._emit(event)
+                self.emit(event)
                 if self.lifecycle == "closing":
                     self.approvals.settle(pid)
-                    self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session",
-                                            by_name="session"))
+                    self.emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session",
+                                           by_name="session"))
                     return
-                decision = self.approvals.open(event, self._now)
+                decision = self.approvals.open(event, self.now)
                 if decision is not None:
-                    self._decide(pid, decision, "policy")
+                    self.decide(pid, decision, "policy")
             case ev.Result():
-                self._cancel_permissions()
-                self._emit(self._complete(event))
-                self._turn_started_at = None
+                self.cancel_permissions()
+                self.emit(self.complete(event))
+                self.turn_started_at = None
             case ev.PermissionDecided(permission_id=pid):
                 # The harness withdrew an open request itself: reported once; repeats and
                 # requests the session already decided are dropped. Named as it says ``by``.
                 if self.approvals.settle(pid):
-                    self._emit(event if event.by_name else
-                               msgspec.structs.replace(event, by_name=event.by))
+                    self.emit(event if event.by_name else
+                              msgspec.structs.replace(event, by_name=event.by))
             case ev.Init(vendor_session_id=vid, model=model):
-                self._emit(event)
+                self.emit(event)
                 changes: dict[str, Any] = {}
                 if vid and vid != self.meta.vendor_session_id:
                     changes["vendor_session_id"] = vid
                 if model and self.meta.model is None:
                     changes["model"] = model  # the harness's default, as it reported it
                 if changes:
-                    self._save_meta(**changes)
+                    self.save_meta(**changes)
             case _:
-                self._emit(event)
+                self.emit(event)
 
-    def _complete(self, result: ev.Result) -> ev.Result:
+    def complete(self, result: ev.Result) -> ev.Result:
         """``result`` with the turn's duration measured here when the harness gave none."""
-        if result.duration_ms is None and self._turn_started_at is not None:
+        if result.duration_ms is None and self.turn_started_at is not None:
             return msgspec.structs.replace(
-                result, duration_ms=round((self._now - self._turn_started_at) * 1000))
+                result, duration_ms=round((self.now - self.turn_started_at) * 1000))
         return result
 
     # --- events, state, timers -------------------------------------------------------------
 
-    def _emit(self, event: ev.Event) -> None:
-        self._out.append(Emit(event))
+    def emit(self, event: ev.Event) -> None:
+        self.out.append(Emit(event))
         if not isinstance(event, ev.Status):  # our own status reports are not harness activity
-            self.tracker.observe(event, self._now)
-        self._announce()
+            self.tracker.observe(event, self.now)
+        self.announce()
 
-    def _announce(self) -> None:
+    def announce(self) -> None:
+        """A ``status`` event if the state clients see changed since the last one."""
         state = self.state
         if state != self._announced:
             self._announced = state
-            self._out.append(Emit(ev.Status(state=state, stalled=self.tracker.stalled)))
+            self.out.append(Emit(ev.Status(state=state, stalled=self.tracker.stalled)))
 
-    def _set_lifecycle(self, lifecycle: Lifecycle | None) -> None:
-        self.lifecycle = lifecycle
-        self._announce()
+    def move(self, move: Move, *, announce: bool = True) -> None:
+        """Move the lifecycle as the table says (``LifecycleError`` for a move it does not
+        allow); the new state is announced unless ``announce`` is false (a log that takes no
+        more events)."""
+        self.lifecycle = next_lifecycle(self.lifecycle, move)
+        if announce:
+            self.announce()
 
-    def _save_meta(self, **changes: Any) -> None:
+    def save_meta(self, **changes: Any) -> None:
         self.meta = msgspec.structs.replace(self.meta, state=self.state, **changes)
-        self._out.append(SaveMeta(self.meta))
+        self.out.append(SaveMeta(self.meta))
 
-    def _check_timers(self) -> None:
-        for pid in self.approvals.expired(self._now):
-            self._decide(pid, "timeout", "session")
-        changed = self.tracker.check_stall(self._now)
+    def check_timers(self) -> None:
+        for pid in self.approvals.expired(self.now):
+            self.decide(pid, "timeout", "session")
+        changed = self.tracker.check_stall(self.now)
         if changed is not None:
-            self._emit(ev.Status(state=self.state, stalled=changed))
+            self.emit(ev.Status(state=self.state, stalled=changed))

@@ -6,6 +6,11 @@ subscribable, never restarted). At shutdown the supervisor stops them all at onc
 itself. Sessions left running by a crashed daemon are closed on boot with ``exit {reason:
 daemon_restarted}`` and a ``cancelled`` decision for every permission they left open.
 
+A session that told its clients it ended (``closed``, ``failed``) winds down for a moment before
+it moves from ``live`` to ``ended``; requests that tell a live session from an ended one (resume,
+and the workspaces' merge and discard) take it through ``current``, which waits for that move, so
+they see the state the clients were told.
+
 ``announce`` adds an event from outside (a ``workspace`` change) to a session's log: a live
 session appends it in its own loop; an ended one has its log reopened for that one line (under
 the session's lock, which ``resume`` holds too, so the log never has two writers).
@@ -206,13 +211,10 @@ class SessionTable:
         if supervisor is None:
             raise SessionClosed("the daemon is shutting down")
         session_id = request.session_id
-        await self._wait_ended(session_id)
-        if session_id in self.live:
-            raise SessionBusy(f"session {session_id} is {self.live[session_id].info().state}; "
+        ended = await self.current(session_id)
+        if isinstance(ended, Session):
+            raise SessionBusy(f"session {session_id} is {ended.info().state}; "
                               "only a closed or failed session can be resumed")
-        ended = self.ended.get(session_id)
-        if ended is None:
-            raise UnknownSession(f"no session {session_id!r}")
         meta = ended.meta
         driver = self.drivers.get(meta.harness)
         if driver is None:
@@ -258,14 +260,20 @@ class SessionTable:
                  meta.vendor_session_id or "new")
         return session.info()
 
-    async def _wait_ended(self, session_id: str) -> None:
-        """A session that answered its close but is still winding down is waited for (bounded)."""
+    async def current(self, session_id: str) -> Session | ClosedSession:
+        """The session as its clients were told it is; raises ``UnknownSession``.
+
+        A session whose core published its end (``closed``, ``failed``) still winds down for a
+        moment (its log closes, its actor exits) before it moves to ``ended``; it is waited for
+        (bounded by its close), so that a request right after the ``closed`` event meets the
+        ended session, never the live one (``workspace.discard`` would call it busy).
+        """
         session = self.live.get(session_id)
-        if session is None or session.info().state not in ("closed", "failed"):
-            return
-        with trio.move_on_after(self.config.sessions.close_timeout + KILL_MARGIN):
-            while session_id in self.live:
-                await self._ended.wait()
+        if session is not None and session.state in ("closed", "failed"):
+            with trio.move_on_after(self.config.sessions.close_timeout + KILL_MARGIN):
+                while session_id in self.live:
+                    await self._ended.wait()
+        return self.get(session_id)
 
     async def _resume_left_open(self) -> None:
         """``[sessions] resume_on_boot``: resume what the last daemon left open, one by one."""
