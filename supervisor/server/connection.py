@@ -32,16 +32,13 @@ from typing import Protocol
 
 import msgspec
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection
-from wsproto.connection import ConnectionState
-from wsproto.events import TextMessage
 
 from protocol.errors import BadHandshake, CorralError, ErrorCode, Unauthorized
 from protocol.messages import ClientRequest, LoginCodeResult, SessionSubscribe, SessionUnsubscribe, UiLoginCode
 from protocol.models import DaemonInfo
 
-from supervisor.proc.pipes import write_nowait
 from supervisor.server.connection_core import ConnectionCore, Offer, Phase, Subscription
+from supervisor.server.websocket import ConnectionClosed, WebSocket
 
 __all__ = ["FLUSH_TIMEOUT", "Backend", "Connection", "FeedLike"]
 
@@ -83,7 +80,7 @@ class Backend(Protocol):
 class Connection:
     """One client's actor (see the module docstring)."""
 
-    def __init__(self, ws: WebSocketConnection, backend: Backend, *, token: str, info: DaemonInfo,
+    def __init__(self, ws: WebSocket, backend: Backend, *, token: str, info: DaemonInfo,
                  queue_size: int, handshake_timeout: float, by_cookie: bool = False,
                  login_code: Callable[[], LoginCodeResult] | None = None) -> None:
         self.ws = ws
@@ -144,7 +141,7 @@ class Connection:
     async def _handshake(self) -> bool:
         with trio.move_on_after(self.handshake_timeout) as scope:
             try:
-                frame = await self.ws.get_message()
+                frame = await self.ws.receive()
             except ConnectionClosed:
                 return False
         if scope.cancelled_caught:
@@ -162,7 +159,7 @@ class Connection:
     async def _reader(self, nursery: trio.Nursery) -> None:
         while True:
             try:
-                frame = await self.ws.get_message()
+                frame = await self.ws.receive()
             except ConnectionClosed:
                 return
             if self.core.phase is not Phase.OPEN:
@@ -243,7 +240,7 @@ class Connection:
                         continue
                     if not yielded:  # a backlog (a replay): let the others run between bursts
                         await trio.lowlevel.cancel_shielded_checkpoint()
-                    yielded = await _send_messages(self.ws, frames)
+                    yielded = await self.ws.send_text(frames)
             except ConnectionClosed:
                 pass
             finally:
@@ -295,66 +292,6 @@ class Connection:
     async def _until(self, condition: Callable[[], bool]) -> None:
         while not condition():
             await self._wake.wait()
-
-
-async def _send_messages(ws: WebSocketConnection, frames: list[bytes]) -> bool:
-    """Send ``frames`` (UTF-8 JSON) as text messages with one write to the stream; whether it
-    took a schedule point (it takes none when the socket had room for all of it).
-
-    trio-websocket's ``send_message`` writes each message on its own, and each write wakes the
-    client; a burst of events (a turn's last message, its ``result``, the ``idle`` status) then
-    costs several wake-ups of the client and as many of the daemon. This is ``_send`` of
-    trio-websocket 0.12.2 (pinned; the listener leans on its internals too) for several messages.
-    The bytes go to the socket at once when it has room (``_write_now``): trio's ``send_all``
-    would take a schedule point after the write as well, one more pass of the scheduler for
-    every event a client is sent. Raises ``ConnectionClosed`` as ``send_message`` does.
-    """
-    if ws._close_reason:
-        raise ConnectionClosed(ws._close_reason)
-    if ws._wsproto.state is ConnectionState.OPEN:
-        data = b"".join(_text_frame(frame) for frame in frames)
-    else:  # wsproto says what is wrong (as ``send_message`` would)
-        data = b"".join(ws._wsproto.send(TextMessage(data=frame.decode())) for frame in frames)
-    lock = ws._stream_lock
-    waited = False
-    try:
-        lock.acquire_nowait()  # the usual case: no schedule point of its own
-    except trio.WouldBlock:
-        await lock.acquire()
-        waited = True
-    try:
-        written = _write_now(ws._stream, data)
-        if written < len(data):
-            await ws._stream.send_all(memoryview(data)[written:])
-            waited = True
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        await ws._abort_web_socket()
-        raise ConnectionClosed(ws._close_reason) from None
-    finally:
-        lock.release()
-    return waited
-
-
-def _write_now(stream: trio.abc.Stream, data: bytes) -> int:
-    """Write what the socket under ``stream`` takes of ``data`` now, without blocking; how many
-    bytes that was (0 for a stream that is not a socket: ``send_all`` then writes it all). The
-    caller holds the websocket's stream lock, so no other write is under way."""
-    inner = getattr(stream, "stream", stream)  # ``web.Prefixed`` around the accepted socket
-    if not isinstance(inner, trio.SocketStream):
-        return 0
-    return write_nowait(inner.socket.fileno(), data, "client's socket")
-
-
-def _text_frame(payload: bytes) -> bytes:
-    """One unmasked, unfragmented text frame (RFC 6455 §5.2) as a server sends it: what wsproto
-    makes of ``TextMessage`` when no extension was negotiated (this server offers none), without
-    decoding the UTF-8 JSON to ``str`` and encoding it back."""
-    size = len(payload)
-    if size < 126:
-        return bytes((0x81, size)) + payload
-    if size < 1 << 16:
-        return bytes((0x81, 126)) + size.to_bytes(2, "big") + payload
-    return bytes((0x81, 127)) + size.to_bytes(8, "big") + payload
 
 
 def _is_crash(exc: BaseException) -> bool:

@@ -1,7 +1,8 @@
 """The connection's trio shell over memory streams, under the autojump clock.
 
-A scripted backend and in-memory feeds stand in for the application; the client is a plain
-trio-websocket connection on the other end of the stream, so the test sees the wire.
+A scripted backend and in-memory feeds stand in for the application; the server end is the
+daemon's own ``WebSocket``, the client a plain trio-websocket connection on the other end of the
+stream, so the test sees the wire.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import msgspec
 import pytest
 import trio
 import trio.testing
-from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream, wrap_server_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
 from wsproto.frame_protocol import FrameProtocol
 
 from protocol.errors import UnknownSession
 from protocol.messages import ClientRequest, Empty, LoginCodeResult, SessionClose
 from protocol.models import DaemonInfo
-from supervisor.server.connection import FLUSH_TIMEOUT, Connection, _text_frame
+from supervisor.server.connection import FLUSH_TIMEOUT, Connection
+from supervisor.server.websocket import WebSocket, _text_frame
 
 TOKEN = "t0ken"
 
@@ -127,8 +129,9 @@ async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int 
     scope, done = trio.CancelScope(), trio.Event()
 
     async def serve() -> None:
-        request = await wrap_server_stream(nursery, server_stream)  # type: ignore[arg-type]
-        ws = await request.accept()
+        ws = WebSocket(server_stream, max_message=1 << 20)
+        assert await ws.request() is not None
+        await ws.accept()
         connection = Connection(ws, backend, token=TOKEN, info=DaemonInfo(version="0", pid=1),
                                 queue_size=16, handshake_timeout=10, by_cookie=by_cookie,
                                 login_code=lambda: LoginCodeResult(code="c0de", url="u", expires_in=60))
