@@ -4,9 +4,14 @@ Tasks: a reader that feeds frames to the core and serves each request in its own
 responses may come out of order, at most ``_MAX_IN_FLIGHT`` at once), and a writer. The writer
 offers each subscribed session's feed to the core from the subscription's cursor on (replay and
 live delivery are one loop), then writes what the core hands out, a burst at a time; a feed
-wakes it when its session publishes (``listen``), so an event goes from the session's task to
-the socket in one task step. A slow client only ever fills its own queue (a replay waits for
-room; a live subscription that overflows it is ``lagged``); the session is never blocked.
+wakes it when its session publishes (``listen``). A live event does not wait for that task step:
+when the writer is idle (nothing in hand, every subscription live) the feed's listener, run in
+the publishing session's task, queues the new events and writes them to the socket itself as far
+as the socket takes them without blocking (``send_text_nowait``), and wakes the writer only for
+what is left. Under load every task step is a pass of the scheduler over every busy session and
+client, so this one is worth saving: the event reaches the client one pass sooner. A slow client
+only ever fills its own queue (a replay waits for room; a live subscription that overflows it is
+``lagged``); the session is never blocked.
 
 Two requests are the server's own, not the application's: ``session.(un)subscribe`` (the feeds)
 and ``ui.login_code`` (a one-time code for the browser UI, minted by ``login_code`` and served
@@ -94,6 +99,11 @@ class Connection:
         """What stopped the writer from reading a feed: the connection then crashes."""
         self._in_flight = trio.Semaphore(_MAX_IN_FLIGHT)
         self._draining = False
+        self._idle = False
+        """The writer waits for news with no frame in hand (``_published`` may write)."""
+        self._direct = False
+        self._stirred = False
+        self._waiters = 0
         self.aborted = False
         """Set by ``run`` when the client was cut off mid-write: its stream must be aborted."""
         self.core = ConnectionCore(f"c-{next(_ids)}", token=token, info=info, queue_size=queue_size,
@@ -123,7 +133,7 @@ class Connection:
                     self._changed()
         finally:
             for feed in self._feeds.values():
-                feed.unlisten(self._changed)
+                feed.unlisten(self._published)
             self._feeds.clear()
             # A writer cut off by the flush bound may have left half a frame on the stream: then
             # there is no clean close to make, and the owner of the stream aborts it.
@@ -180,7 +190,7 @@ class Connection:
                     self._forget(sid)
                     self.core.subscribe(request.id, sid, from_seq=from_seq, last_seq=feed.last_seq)
                     self._feeds[sid] = feed
-                    feed.listen(self._changed)
+                    feed.listen(self._published)
                 case SessionUnsubscribe(session_id=sid):
                     self.backend.feed(sid)  # unknown_session for an id that never existed
                     self._forget(sid)
@@ -219,7 +229,7 @@ class Connection:
     def _forget(self, session_id: str) -> None:
         feed = self._feeds.pop(session_id, None)
         if feed is not None:
-            feed.unlisten(self._changed)
+            feed.unlisten(self._published)
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -232,10 +242,14 @@ class Connection:
                 while True:
                     self._fill()
                     frames = self._take_burst()
-                    if not frames:
+                    if not frames and not self.ws.pending:
                         if self._draining:
                             return
-                        await self._wake.wait()  # a feed grew, a frame was queued, or the end
+                        self._idle = True
+                        try:
+                            await self._wake.wait()  # a feed grew, a frame was queued, or the end
+                        finally:
+                            self._idle = False
                         yielded = True
                         continue
                     if not yielded:  # a backlog (a replay): let the others run between bursts
@@ -283,15 +297,48 @@ class Connection:
             size += len(frame)
         return frames
 
+    def _published(self) -> None:
+        """A feed's listener, run in the publishing session's task: write the new events now
+        when the writer is idle (see the module docstring), else wake it. Never raises and never
+        blocks; a bug here breaks this connection (``run`` raises it), not the session."""
+        if not (self._idle and not self._draining and self.ws.writable_now()
+                and all(s.live for s in self.core.subscriptions())):
+            self._changed()
+            return
+        self._direct, self._stirred = True, False
+        try:
+            self._fill()
+            frames = self._take_burst()
+            if frames:
+                self.ws.send_text_nowait(frames)
+        except Exception as exc:
+            log.exception("%s: cannot write the events published", self.id)
+            self._broken = exc
+            if self._serving is not None:
+                self._serving.cancel()
+        finally:
+            self._direct = False
+        left = (self.ws.pending or self.core.queued or self.ws.closed is not None
+                or self._broken is not None or self.core.closing is not None)
+        if self._stirred and (left or self._waiters):
+            self._changed()
+
     def _changed(self) -> None:
+        if self._direct:  # ``_published`` wakes the writer afterwards if it must
+            self._stirred = True
+            return
         self._wake.set()
         self._wake = trio.Event()
         if self.core.closing is not None and self._serving is not None:
             self._serving.cancel()
 
     async def _until(self, condition: Callable[[], bool]) -> None:
-        while not condition():
-            await self._wake.wait()
+        self._waiters += 1
+        try:
+            while not condition():
+                await self._wake.wait()
+        finally:
+            self._waiters -= 1
 
 
 def _is_crash(exc: BaseException) -> bool:

@@ -10,7 +10,9 @@ does differently from a general-purpose one:
 * **A burst of frames is one write** (``send_text``): the connection's writer hands over every
   event queued for the client and they go to the socket at once, without a schedule point when
   the socket has room (``write_nowait``). Each write wakes the client, and each schedule point
-  costs the daemon a pass of the scheduler per event.
+  costs the daemon a pass of the scheduler per event. ``send_text_nowait`` writes without
+  awaiting at all, as far as the socket takes the bytes; the rest is ``pending`` and goes first
+  in the next write, so frames never interleave.
 * **Errors the protocol names.** A message over ``max_message`` gets an ``error`` frame
   ``frame_too_large`` and then close code 1009 with that reason; a frame wsproto cannot parse
   (a text frame that is not UTF-8, a framing error) gets the close code RFC 6455 gives it
@@ -83,6 +85,8 @@ class WebSocket:
         self._wsproto = WSConnection(ConnectionType.SERVER)
         self._received = received
         self._lock = trio.Lock()
+        self._pending = b""
+        """Bytes ``send_text_nowait`` could not write: they go first in the next write."""
         self._messages: deque[str | bytes] = deque()
         self._parts: list[str | bytes] = []
         self._size = 0
@@ -139,12 +143,35 @@ class WebSocket:
         return self._messages.popleft()
 
     async def send_text(self, frames: Sequence[bytes]) -> bool:
-        """Send ``frames`` (UTF-8 JSON) as text messages with one write; whether that took a
-        schedule point (none when the socket had room for all of it and the lock was free).
-        Raises ``ConnectionClosed`` once the websocket is closed."""
+        """Send ``frames`` (UTF-8 JSON) as text messages with one write, after what is
+        ``pending``; whether that took a schedule point (none when the socket had room for all
+        of it and the lock was free). Raises ``ConnectionClosed`` once the websocket is closed."""
         if self.closed is not None or self._wsproto.state is not ConnectionState.OPEN:
             raise self.closed or ConnectionClosed(ABNORMAL_CLOSURE, None)
         return await self._write(b"".join(_text_frame(frame) for frame in frames))
+
+    @property
+    def pending(self) -> bool:
+        """Whether bytes of an earlier ``send_text_nowait`` still wait to be written."""
+        return bool(self._pending)
+
+    def writable_now(self) -> bool:
+        """Whether ``send_text_nowait`` may be called: open, no write under way or pending."""
+        return (self.closed is None and not self._pending and not self._lock.locked()
+                and self._wsproto.state is ConnectionState.OPEN)
+
+    def send_text_nowait(self, frames: Sequence[bytes]) -> None:
+        """Write ``frames`` as text messages as far as the socket takes them now, without a
+        schedule point; the rest is ``pending`` and goes first in the next write (``send_text``
+        with no frames writes just that). Only when ``writable_now()``. A broken stream closes
+        the websocket (the next ``send_text`` raises ``ConnectionClosed``)."""
+        data = b"".join(_text_frame(frame) for frame in frames)
+        try:
+            written = _write_now(self.stream, data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._set_closed(ABNORMAL_CLOSURE, None)
+            return
+        self._pending = data[written:]
 
     async def aclose(self, code: int = 1000, reason: str | None = None) -> None:
         """Close: our close frame (``code``, ``reason``) if none was sent, the peer's awaited, then
@@ -226,6 +253,8 @@ class WebSocket:
         except trio.WouldBlock:
             await self._lock.acquire()
             waited = True
+        if self._pending:
+            data, self._pending = self._pending + data, b""
         try:
             written = _write_now(self.stream, data)
             if written < len(data):

@@ -2,15 +2,18 @@
 next to a bare relay of the same children measured in the same run.
 
 Run: ``python -m tests.bench.bench_latency [--sessions 20] [--rate 100] [--clients 2]
-[--seconds 5] [--rounds 2]``. Not collected by pytest. Everything stays on 127.0.0.1.
+[--seconds 5] [--rounds 3] [--durability turn[,none]] [--baseline DIR]...``. Not collected by
+pytest. Everything stays on 127.0.0.1.
 
 Each of ``--sessions`` children writes fake-harness ``assistant`` deltas at ``--rate`` per second
 (on a fixed schedule, not a fixed gap), each carrying the wall-clock time it was written, for
 ``--seconds`` per prompt; ``--clients`` clients follow each child. An event's latency is the time
-a client read it off its socket minus the time the child wrote it. Two paths, taking turns:
+a client read it off its socket minus the time the child wrote it. The paths take turns, round by
+round, in an order that rotates:
 
 * **corral**: a ``corral daemon`` process with one ``fake`` session per child, each client a
-  TCP connection subscribed to its session;
+  TCP connection subscribed to its session (one daemon per ``--durability`` given, and one per
+  ``--baseline`` source tree, e.g. ``git archive`` of an earlier commit, for an A/B in one run);
 * **relay**: ``stream_relay``, one process that spawns the same children and sends each line,
   wrapped as an event frame, to the clients on its path with trio-websocket's ``send_message``.
   No log, no session, no fan-out machinery: the floor of a trio + trio-websocket daemon.
@@ -18,7 +21,9 @@ a client read it off its socket minus the time the child wrote it. Two paths, ta
 The clients are the same minimal ones on both paths (a socket, a hand-written frame parser, in
 this process), so what they cost weighs on both alike. Reported per path: the median, p90 and
 p99 latency over every event every client read (the first ``--warmup`` seconds of each round
-left out), and the ratio of the daemon's p99 to the relay's.
+left out), the p99 of each round, and the serving process's CPU. Then each daemon's p99 over
+the relay's: over all events, and per cycle (a round of the daemon against the relay's round of
+the same cycle, moments apart), whose median holds up better on a shared, noisy machine.
 """
 
 from __future__ import annotations
@@ -144,6 +149,7 @@ class Route:
         self.groups = groups
         self.latencies: list[float] = []
         self.cpu: list[float] = []
+        self.round_p99: list[float] = []
 
     async def prompt(self, index: int, client: Client) -> None:
         raise NotImplementedError
@@ -153,6 +159,7 @@ class Route:
         started = time.time()
         keep_after = started + warmup
         before = cpu_ns(self.pid)
+        first = len(self.latencies)
 
         async def read(client: Client) -> None:
             seen = 0
@@ -179,11 +186,12 @@ class Route:
             for index, group in enumerate(self.groups):
                 await self.prompt(index, group[0])
         self.cpu.append((cpu_ns(self.pid) - before) / 1e9 / (time.time() - started))
+        self.round_p99.append(_pct(sorted(self.latencies[first:]), 0.99))
 
 
 class CorralRoute(Route):
-    def __init__(self, pid: int, groups: list[list[Client]], control: Client, sids: list[str]) -> None:
-        super().__init__("corral", pid, groups)
+    def __init__(self, name: str, pid: int, groups: list[list[Client]], control: Client, sids: list[str]) -> None:
+        super().__init__(name, pid, groups)
         self.control = control
         self.sids = sids
         self._ids = iter(range(1000, 1 << 30))
@@ -199,8 +207,11 @@ class RelayRoute(Route):
 
 
 async def corral_route(stack: AsyncExitStack, root: Path, script: str, sessions: int,
-                       clients: int) -> CorralRoute:
-    daemon = await start_daemon(root / "state")
+                       clients: int, durability: str, name: str, source: Path | None = None) -> CorralRoute:
+    root.mkdir()
+    config = root / "corral.toml"
+    config.write_text(f'[sessions]\ndurability = "{durability}"\n')
+    daemon = await start_daemon(root / "state", config=str(config), source=source)
     stack.push_async_callback(stop_daemon, daemon, 120)
 
     async def greeted() -> Client:
@@ -224,7 +235,7 @@ async def corral_route(stack: AsyncExitStack, root: Path, script: str, sessions:
             await client.call({"type": "session.subscribe", "id": 1, "session_id": sid})
             group.append(client)
         groups.append(group)
-    return CorralRoute(daemon.process.pid, groups, control, sids)
+    return CorralRoute(name, daemon.process.pid, groups, control, sids)
 
 
 async def relay_route(stack: AsyncExitStack, nursery: trio.Nursery, script: str, sessions: int,
@@ -251,16 +262,26 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="streaming time per round")
     parser.add_argument("--warmup", type=float, default=0.5, help="seconds left out of each round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per path")
+    parser.add_argument("--baseline", action="append", default=[], type=Path,
+                        help="also a daemon run from this source tree (e.g. a `git archive` of an "
+                             "earlier commit); repeatable")
+    parser.add_argument("--durability", default="turn",
+                        help="the daemon's [sessions] durability; several (turn,none): a daemon each")
     args = parser.parse_args()
     script = child_script(args.rate, args.seconds)
     events = round(args.rate * args.seconds)
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
             routes: list[Route] = [
-                await corral_route(stack, Path(tmp), script, args.sessions, args.clients),
-                await relay_route(stack, nursery, script, args.sessions, args.clients)]
+                await corral_route(stack, Path(tmp) / durability, script, args.sessions, args.clients,
+                                   durability, "corral" if durability == "turn" else f"corral/{durability}")
+                for durability in args.durability.split(",")]
+            for n, source in enumerate(args.baseline):
+                routes.append(await corral_route(stack, Path(tmp) / f"baseline{n}", script, args.sessions,
+                                                 args.clients, "turn", f"baseline{n or ''}", source))
+            routes.append(await relay_route(stack, nursery, script, args.sessions, args.clients))
             for n in range(args.rounds):
-                for route in routes if n % 2 else routes[::-1]:
+                for route in routes[n % len(routes):] + routes[:n % len(routes)]:
                     await route.round(events, args.warmup)
             await stack.aclose()
             nursery.cancel_scope.cancel()
@@ -270,10 +291,16 @@ async def main() -> None:
     for route in routes:
         lat = sorted(route.latencies)
         p99[route.name] = _pct(lat, 0.99)
-        print(f"{route.name:>7}  event latency median {statistics.median(lat):6.2f} ms  p90 {_pct(lat, 0.9):6.2f} ms"
+        print(f"{route.name:>12}  event latency median {statistics.median(lat):6.2f} ms  p90 {_pct(lat, 0.9):6.2f} ms"
               f"  p99 {p99[route.name]:6.2f} ms  ({len(lat)} events)"
               f"   server CPU {statistics.median(route.cpu) * 100:4.0f} % of a core")
-    print(f"p99 ratio corral/relay: {p99['corral'] / p99['relay']:.2f}")
+        print(f"{'':>12}  p99 per round {' '.join(f'{p:.1f}' for p in route.round_p99)}"
+              f"  (median {statistics.median(route.round_p99):.2f} ms)")
+    relay = routes[-1]
+    for route in routes[:-1]:
+        paired = sorted(ours / max(theirs, 1e-9) for ours, theirs in zip(route.round_p99, relay.round_p99))
+        print(f"p99 {route.name}/relay: {p99[route.name] / p99['relay']:.2f} over all events; per cycle "
+              f"median {statistics.median(paired):.2f} (quartiles {_pct(paired, 0.25):.2f}..{_pct(paired, 0.75):.2f})")
 
 
 def _pct(ordered: list[float], q: float) -> float:
