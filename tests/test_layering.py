@@ -6,6 +6,8 @@
 * only ``actors/app.py`` (the composition root) imports ``supervisor.server``,
   ``supervisor.client`` or ``supervisor.cli``;
 * importing ``supervisor`` alone does not import the websocket client (or anything else);
+* the server owns its websocket on wsproto's public API: ``supervisor.server`` reaches no
+  ``trio_websocket`` and touches no private member (``x._y``) of any object but its own (``self``);
 * the native worker (``actors.native.worker``) imports nothing of the daemon side.
 """
 
@@ -126,6 +128,31 @@ def test_importing_supervisor_alone_is_light() -> None:
             "print(','.join(sorted(m for m in sys.modules if m.startswith(('trio_websocket', 'supervisor.')))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("supervisor.server")))
+def test_the_server_owns_its_websocket(module: str) -> None:
+    assert "trio_websocket" not in _closure(module)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("supervisor.server")))
+def test_the_server_touches_no_private_member_of_another_object(module: str) -> None:
+    """A library's internals (``ws._wsproto``, ``conn._reader_task``) change without notice; only
+    a class's own methods reach its private members (``self._x``, ``cls._x``)."""
+    path = MODULES[module]
+    assert _foreign_private(ast.parse(path.read_text(), filename=str(path))) == []
+
+
+def test_the_private_member_check_sees_an_access() -> None:
+    tree = ast.parse("ws._wsproto.state\nawait request.accept()\nself._lock\ncls._x\nx.__class__")
+    assert _foreign_private(tree) == ["1: ws._wsproto"]
+
+
+def _foreign_private(tree: ast.AST) -> list[str]:
+    """Each ``x._y`` in ``tree`` (not dunder) where ``x`` is not ``self`` or ``cls``."""
+    return [f"{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))]
 
 
 _DAEMON_SIDE = ("actors.app", "actors.harness", "actors.session", "actors.mcp", "actors.lsp",

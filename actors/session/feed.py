@@ -64,9 +64,10 @@ class Feed:
             wake()
 
     def listen(self, wake: Callable[[], None]) -> None:
-        """Call ``wake`` after each publish until ``unlisten(wake)``: a connection's writer, which
-        then reads the feed itself. ``wake`` runs in the session's task: it must only note the
-        news (set an event), never raise or block."""
+        """Call ``wake`` after each publish until ``unlisten(wake)``: a connection, which then
+        reads the feed itself. ``wake`` runs in the session's task: it must never raise or block
+        (a connection notes the news, or writes the new events to its socket as far as the
+        socket takes them without waiting)."""
         self._listeners[wake] = None
 
     def unlisten(self, wake: Callable[[], None]) -> None:

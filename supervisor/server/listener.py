@@ -1,7 +1,7 @@
 """The listener: accepts streams on TCP loopback and the Unix socket, one connection child each.
 
 Each stream's request head is read first (``web.read_head``): plain HTTP is the browser UI's
-(``web.Site``), an upgrade goes on to the websocket with the bytes read replayed.
+(``web.Site``), an upgrade goes on to the websocket with the bytes read handed over.
 
 The daemon binds the sockets once at boot (``bind``) and keeps them for its whole life, so a
 restarted listener serves the very same port and ``daemon.json`` never goes stale. The listener
@@ -9,17 +9,13 @@ owns no connection: for each accepted stream it asks the connection supervisor t
 temporary child, which does the websocket upgrade (after the ``Gate``) and then runs the
 ``Connection`` actor. A connection that crashes is logged and closed by its supervisor alone.
 
-An oversized message is answered with an ``error`` frame ``frame_too_large`` and close code 1009
-with that reason. For that and the following this module leans on internals of trio-websocket 0.12.2 (pinned):
-the connection's ``_reader_task``/``_get_request`` (to run the upgrade on a stream we accepted),
-``_handle_message_event`` (to give an oversized frame the protocol's own error) and
-``_handle_close_connection_event`` (to send the close code of a frame wsproto cannot parse,
-such as 1007 for a text frame that is not UTF-8, instead of dropping the stream).
+The websocket itself (``websocket.py``) is ours, on wsproto: it answers an oversized message with
+an ``error`` frame ``frame_too_large`` and close code 1009, and a frame it cannot parse with
+that frame's close code.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import itertools
 import logging
@@ -31,20 +27,14 @@ from functools import partial
 from pathlib import Path
 
 import trio
-import wsproto.events as wse
-from trio_websocket import CloseReason, ConnectionClosed, WebSocketConnection
-from wsproto import ConnectionType, WSConnection
-from wsproto.connection import ConnectionState
 
-from protocol.codec import encode
-from protocol.errors import ErrorCode
-from protocol.messages import ErrorFrame
 from protocol.models import DaemonInfo
 from supervisor.server.connection import FLUSH_TIMEOUT, Backend, Connection
 from supervisor.server.gate import Gate
 from supervisor.server.logins import Logins
 from supervisor.server.roster import Roster
-from supervisor.server.web import Prefixed, Site, read_head
+from supervisor.server.web import Site, read_head
+from supervisor.server.websocket import WebSocket
 from supervisor.tree import ChildSpec, RestartType, Supervisor
 
 __all__ = ["Sockets", "bind", "run_listener"]
@@ -55,7 +45,6 @@ _CLOSE_TIMEOUT = 1.0
 # A connection's shutdown grace: its flush and close bounds, and a margin.
 _DISCONNECT_TIMEOUT = FLUSH_TIMEOUT + 2 * _CLOSE_TIMEOUT + 1.0
 _RETRY = 0.1
-_REASON = 120  # a close frame's reason fits in 123 bytes
 _CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
@@ -149,53 +138,45 @@ class _Serving:
                 if head is not None and not head.upgrade:
                     await self.site.serve(stream, head, unix=unix)
             if head is not None and head.upgrade and not scope.cancelled_caught:
-                await self._websocket(Prefixed(stream, head.raw), unix, scope.deadline)
+                await self._websocket(WebSocket(stream, head.raw, max_message=self.frame_limit), unix,
+                                      scope.deadline)
         finally:
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(stream)
 
-    async def _websocket(self, stream: trio.abc.Stream, unix: bool, deadline: float) -> None:
+    async def _websocket(self, ws: WebSocket, unix: bool, deadline: float) -> None:
         aborted = False
         try:
-            async with trio.open_nursery() as nursery:
-                ws = _Connection(stream, WSConnection(ConnectionType.SERVER), message_queue_size=16,
-                                 max_message_size=self.frame_limit)
-                nursery.start_soon(ws._reader_task)
+            by_cookie: bool | None = None
+            with trio.move_on_at(deadline):
+                by_cookie = await self._upgrade(ws, unix)
+            if by_cookie is not None:
+                connection = Connection(ws, self.backend, token=self.token, info=self.info,
+                                        queue_size=self.queue_size, handshake_timeout=self.handshake_timeout,
+                                        by_cookie=by_cookie, login_code=self.site.login_code,
+                                        roster=self.roster)
                 try:
-                    accepted: tuple[WebSocketConnection, bool] | None = None
-                    with trio.move_on_at(deadline):
-                        accepted = await self._upgrade(ws, unix)
-                    if accepted is not None:
-                        connection = Connection(accepted[0], self.backend, token=self.token, info=self.info,
-                                                queue_size=self.queue_size,
-                                                handshake_timeout=self.handshake_timeout,
-                                                by_cookie=accepted[1], login_code=self.site.login_code,
-                                                roster=self.roster)
-                        try:
-                            await connection.run()
-                        finally:
-                            aborted = connection.aborted
+                    await connection.run()
                 finally:
-                    if not aborted:
-                        with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
-                            await ws.aclose()
-                    nursery.cancel_scope.cancel()
+                    aborted = connection.aborted
         finally:
-            with trio.CancelScope(shield=True):
-                await trio.aclose_forcefully(stream)
+            if not aborted:
+                with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
+                    await ws.aclose()
 
-    async def _upgrade(self, ws: _Connection, unix: bool) -> tuple[WebSocketConnection, bool] | None:
-        """The upgraded connection and whether the UI's cookie authenticates it (from our own
-        page only), or ``None`` when the gate refused the request."""
-        request = await ws._get_request()
-        # wsproto keeps Host out of the extra headers; it is on the handshake event.
-        host = str(getattr(getattr(request, "_event", None), "host", "") or "")
-        reason = self.gate.refusal(request.path, host, request.headers, unix=unix)
-        if reason is not None:
-            await request.reject(403, body=reason.encode())
+    async def _upgrade(self, ws: WebSocket, unix: bool) -> bool | None:
+        """Whether the UI's cookie authenticates the upgraded connection (from our own page
+        only), or ``None`` when the request was refused (or malformed, or the client left)."""
+        request = await ws.request()
+        if request is None:
             return None
-        by_cookie = not unix and self.site.authorised(request.headers)
-        return await request.accept(), by_cookie
+        reason = self.gate.refusal(request.target, request.host, request.extra_headers, unix=unix)
+        if reason is not None:
+            await ws.reject(403, reason.encode())
+            return None
+        by_cookie = not unix and self.site.authorised(request.extra_headers)
+        await ws.accept()
+        return by_cookie
 
 
 async def _unix_listener(path: Path) -> trio.SocketListener:
@@ -211,33 +192,3 @@ async def _unix_listener(path: Path) -> trio.SocketListener:
     os.chmod(path, 0o600)
     sock.listen(128)
     return trio.SocketListener(sock)
-
-
-class _Connection(WebSocketConnection):
-    """A connection whose oversized frame gets the protocol's error and close reason, and whose
-    unparsable frame (a text frame that is not UTF-8, a framing error) gets its close code."""
-
-    async def _handle_close_connection_event(self, event: wse.CloseConnection) -> None:
-        # wsproto reports a frame it cannot parse as a close event while the connection is still
-        # open; trio-websocket would then drop the stream (the client sees 1006). RFC 6455 says
-        # to fail the connection, with the reason: send our close frame (1007 for bad UTF-8) first.
-        if self._wsproto.state is ConnectionState.OPEN:
-            with contextlib.suppress(ConnectionClosed):
-                await self._send(wse.CloseConnection(code=event.code, reason=(event.reason or "")[:_REASON]))
-        await super()._handle_close_connection_event(event)
-
-    async def _handle_message_event(self, event: wse.BytesMessage | wse.TextMessage) -> None:
-        if self._message_size + len(event.data) > self._max_message_size:
-            limit = self._max_message_size
-            self._message_size = 0
-            self._message_parts = []
-            frame = ErrorFrame(id=None, code=ErrorCode.FRAME_TOO_LARGE.value,
-                               message=f"frame exceeds the {limit}-byte limit")
-            await self._send(wse.TextMessage(data=encode(frame).decode()))
-            reason = ErrorCode.FRAME_TOO_LARGE.value
-            self._close_reason = CloseReason(1009, reason)
-            await self._send(wse.CloseConnection(code=1009, reason=reason))
-            await self._recv_channel.aclose()
-            self._reader_running = False
-            return
-        await super()._handle_message_event(event)

@@ -2,7 +2,7 @@
 
 Every accepted stream starts here. ``read_head`` parses the request head with h11 (at most
 ``MAX_HEAD`` bytes) and keeps the raw bytes it read: a websocket upgrade goes on to the
-websocket code over a ``Prefixed`` stream that replays them, anything else is plain HTTP and
+websocket (``websocket.WebSocket``), which is handed those bytes, anything else is plain HTTP and
 gets one response from ``Site`` (then the stream closes: no keep-alive, no request bodies).
 
 ``Site.respond`` is the whole HTTP policy, pure (request in, ``Reply`` out):
@@ -34,7 +34,7 @@ from protocol.messages import LoginCodeResult
 from supervisor.server.gate import Gate, header
 from supervisor.server.logins import CODE_TTL, COOKIE_TTL, Logins
 
-__all__ = ["ASSETS", "MAX_HEAD", "Head", "Prefixed", "Reply", "Site", "read_head"]
+__all__ = ["ASSETS", "MAX_HEAD", "Head", "Reply", "Site", "read_head"]
 
 ASSETS = Path(__file__).with_name("ui")
 MAX_HEAD = 16 * 1024
@@ -181,32 +181,6 @@ class Site:
                 if item.startswith(prefix) and self.logins.check(item[len(prefix):], now):
                     return True
         return False
-
-
-class Prefixed(trio.abc.Stream):
-    """A stream whose first reads return ``prefix`` (bytes read already), then the stream's own."""
-
-    def __init__(self, stream: trio.abc.Stream, prefix: bytes) -> None:
-        self.stream = stream
-        self._prefix = prefix
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        if self._prefix:
-            size = len(self._prefix) if max_bytes is None else max_bytes
-            head, self._prefix = self._prefix[:size], self._prefix[size:]
-            await trio.lowlevel.checkpoint()
-            return head
-        data = await self.stream.receive_some(max_bytes)
-        return data if isinstance(data, bytes) else bytes(data)
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.stream.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.stream.wait_send_all_might_not_block()
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
 
 
 def _denied(reason: str) -> Reply:

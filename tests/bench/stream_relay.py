@@ -1,8 +1,11 @@
-"""The reference path of ``bench_stream``: the least a trio + trio-websocket daemon does per event.
+"""The reference path of ``bench_stream`` and ``bench_latency``: the least a trio + trio-websocket
+daemon does per event.
 
-Run by the benchmark as ``python -m tests.bench.stream_relay SCRIPT``: prints its port, serves
-one websocket client; each message from it becomes a line on the stdin of a child running
-``SCRIPT``, and each line the child writes goes to the client wrapped as an event frame.
+Run by the benchmarks as ``python -m tests.bench.stream_relay SCRIPT [SESSIONS]``: starts
+``SESSIONS`` (default 1) children running ``SCRIPT``, prints its port and serves websocket
+clients; a client on path ``/K`` follows child ``K`` (``/``: child 0). Each message from a client
+becomes a line on the stdin of its child, and each line a child writes goes to every client
+following it, wrapped as an event frame, with trio-websocket's ``send_message``.
 """
 
 from __future__ import annotations
@@ -16,39 +19,53 @@ import trio_websocket
 from trio_websocket import ConnectionClosed, WebSocketRequest, serve_websocket
 
 
-async def main(script: str) -> None:
-    child = await trio.lowlevel.open_process([sys.executable, "-c", script], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE)
-    assert child.stdin is not None and child.stdout is not None
-    stdin, stdout = child.stdin, child.stdout
+class _Child:
+    """One child and the clients following it."""
+
+    def __init__(self, process: trio.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.stdin = process.stdin
+        self.stdout = process.stdout
+        self.clients: list[trio_websocket.WebSocketConnection] = []
+
+    async def forward(self) -> None:
+        buffer, seq = b"", 0
+        while chunk := await self.stdout.receive_some(65536):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                seq += 1
+                frame = json.dumps({"type": "event", "session_id": "s", "seq": seq,
+                                    "event": json.loads(line)})
+                for ws in list(self.clients):
+                    try:
+                        await ws.send_message(frame)
+                    except ConnectionClosed:
+                        self.clients.remove(ws)
+
+
+async def main(script: str, sessions: int) -> None:
+    children = [_Child(await trio.lowlevel.open_process([sys.executable, "-c", script],
+                                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+                for _ in range(sessions)]
 
     async def serve(request: WebSocketRequest) -> None:
+        child = children[int(request.path.strip("/") or 0)]
         ws = await request.accept()
+        child.clients.append(ws)
         try:
-            await relay(ws)
-        except* ConnectionClosed:
-            pass  # the benchmark is done with us
-
-    async def relay(ws: trio_websocket.WebSocketConnection) -> None:
-        async with trio.open_nursery() as nursery:
-            async def forward() -> None:
-                buffer, seq = b"", 0
-                while chunk := await stdout.receive_some(65536):
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        seq += 1
-                        await ws.send_message(json.dumps({"type": "event", "session_id": "s", "seq": seq,
-                                                          "event": json.loads(line)}))
-            nursery.start_soon(forward)
             while True:
                 await ws.get_message()
-                await stdin.send_all(b"go\n")
+                await child.stdin.send_all(b"go\n")
+        except ConnectionClosed:
+            pass  # the benchmark is done with us
 
     async with trio.open_nursery() as nursery:
+        for child in children:
+            nursery.start_soon(child.forward)
         server = await nursery.start(serve_websocket, serve, "127.0.0.1", 0, None)
         print(server.port, flush=True)
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1])
+    trio.run(main, sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1)

@@ -1,12 +1,14 @@
 """The connection's trio shell over memory streams, under the autojump clock.
 
-A scripted backend and in-memory feeds stand in for the application; the client is a plain
-trio-websocket connection on the other end of the stream, so the test sees the wire.
+A scripted backend and in-memory feeds stand in for the application; the server end is the
+daemon's own ``WebSocket``, the client a plain trio-websocket connection on the other end of the
+stream, so the test sees the wire.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -14,13 +16,14 @@ import msgspec
 import pytest
 import trio
 import trio.testing
-from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream, wrap_server_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
 from wsproto.frame_protocol import FrameProtocol
 
 from protocol.errors import UnknownSession
 from protocol.messages import ClientRequest, Empty, LoginCodeResult, SessionClose
 from protocol.models import DaemonInfo
-from supervisor.server.connection import FLUSH_TIMEOUT, Connection, _text_frame
+from supervisor.server.connection import FLUSH_TIMEOUT, Connection
+from supervisor.server.websocket import WebSocket, _text_frame
 
 TOKEN = "t0ken"
 
@@ -75,8 +78,9 @@ class Backend:
 class Wire:
     """The client's end: requests by hand, every frame read in order."""
 
-    def __init__(self, ws: WebSocketConnection) -> None:
+    def __init__(self, ws: WebSocketConnection, stream: trio.abc.Stream) -> None:
         self.ws = ws
+        self.stream = stream
 
     async def send(self, **frame: Any) -> None:
         await self.ws.send_message(json.dumps(frame))
@@ -127,8 +131,9 @@ async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int 
     scope, done = trio.CancelScope(), trio.Event()
 
     async def serve() -> None:
-        request = await wrap_server_stream(nursery, server_stream)  # type: ignore[arg-type]
-        ws = await request.accept()
+        ws = WebSocket(server_stream, max_message=1 << 20)
+        assert await ws.request() is not None
+        await ws.accept()
         connection = Connection(ws, backend, token=TOKEN, info=DaemonInfo(version="0", pid=1),
                                 queue_size=16, handshake_timeout=10, by_cookie=by_cookie,
                                 login_code=lambda: LoginCodeResult(code="c0de", url="u", expires_in=60))
@@ -143,7 +148,7 @@ async def connect(nursery: trio.Nursery, backend: Backend, *, client_queue: int 
     nursery.start_soon(serve)
     ws = await wrap_client_stream(nursery, client_stream, "localhost", "/v1",  # type: ignore[arg-type]
                                   message_queue_size=client_queue)
-    wire = Wire(ws)
+    wire = Wire(ws, client_stream)
     await wire.send(type="hello", protocol=1, token=token)
     assert (await wire.receive())["type"] == "welcome"
     return wire, scope, done
@@ -205,6 +210,25 @@ async def test_events_queued_together_reach_the_client_in_one_write(
     frames = [await wire.receive() for _ in range(5)]
     assert [f["seq"] for f in frames] == [1, 2, 3, 4, 5]
     assert len(writes) == 1
+    scope.cancel()
+
+
+async def test_a_live_event_is_on_the_socket_when_its_session_publishes_it(nursery: trio.Nursery) -> None:
+    # The feed's listener writes it from the session's task: the writer's task step, a pass of
+    # the scheduler over every busy session and client, is not on the event's way.
+    backend = Backend()
+    wire, scope, _ = await connect(nursery, backend, socket_buffer=65536)
+    await wire.send(type="session.subscribe", id=1, session_id="s")
+    assert (await wire.receive())["type"] == "ok"
+    await trio.testing.wait_all_tasks_blocked()
+    fd = cast(trio.SocketStream, wire.stream).socket.fileno()
+    backend.feed_s.append("now")  # no schedule point from here to the peek
+    with socket.fromfd(fd, socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        on_the_wire = client.recv(65536, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    assert b'"text": "now"' in on_the_wire
+    assert (await wire.receive())["event"]["text"] == "now"
+    backend.feed_s.append("next")
+    assert (await wire.receive())["event"]["text"] == "next"
     scope.cancel()
 
 

@@ -11,12 +11,13 @@ from typing import Any
 import msgspec
 import trio
 import trio.testing
-from trio_websocket import WebSocketConnection, wrap_client_stream, wrap_server_stream
+from trio_websocket import WebSocketConnection, wrap_client_stream
 
 from protocol.messages import ClientRequest, Empty
 from protocol.models import ClientInfo, ConnectionInfo, DaemonInfo
 from supervisor.server.connection import Connection
 from supervisor.server.roster import Roster
+from supervisor.server.websocket import WebSocket
 
 TOKEN = "t0ken"
 
@@ -37,8 +38,9 @@ async def _serve(nursery: trio.Nursery, roster: Roster,
     ended = trio.Event()
 
     async def serve() -> None:
-        request = await wrap_server_stream(nursery, server_stream)  # type: ignore[arg-type]
-        ws = await request.accept()
+        ws = WebSocket(server_stream, max_message=1 << 20)
+        assert await ws.request() is not None
+        await ws.accept()
         connection = Connection(ws, _NoSessions(), token=TOKEN,  # type: ignore[arg-type]
                                 info=DaemonInfo(version="0", pid=1), queue_size=16,
                                 handshake_timeout=10, roster=roster)
