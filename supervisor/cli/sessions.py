@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import trio
 
+from protocol.errors import SessionClosed
 from protocol.events import Compaction, Decision, Error, Event
 from protocol.messages import SessionCreate, SessionResult
 from protocol.models import Permissions, SessionInfo, WorkspaceSpec
@@ -88,7 +89,15 @@ def attach(args: argparse.Namespace) -> None:
 def send(args: argparse.Namespace) -> None:
     async def send() -> str:
         async with open_client(_state(args)) as client:
-            return await client.prompt(args.id, " ".join(args.text))
+            try:
+                return await client.prompt(args.id, " ".join(args.text))
+            except SessionClosed as exc:
+                # An ended session takes no prompt, but resume brings it back where it left off
+                # (not so for "the daemon is shutting down", also session_closed: ask its state).
+                if (await client.get(args.id)).state not in ("closed", "failed"):
+                    raise
+                raise SessionClosed(f"{exc.message}; `corral resume {args.id}` reopens it "
+                                    "where its conversation left off") from exc
 
     print(trio.run(send))
 
