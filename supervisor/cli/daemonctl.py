@@ -33,6 +33,8 @@ __all__ = ["DaemonRunner", "run_foreground", "start", "status_report", "stop"]
 
 POLL = 0.05
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_ERROR_PREFIX = "corral: "
+"""How ``commands`` starts the one line of a failed command (the daemon's too)."""
 
 
 class DaemonRunner(Protocol):
@@ -165,7 +167,10 @@ def _tail(path: Path, offset: int, lines: int = 5) -> str:
             text = handle.read().decode(errors="replace")
     except OSError:
         return ""
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+    # The daemon's own one-line error (a taken port, a bad config) loses its "corral: ", which
+    # the message it ends up in has already.
+    return " | ".join(line.strip().removeprefix(_ERROR_PREFIX)
+                      for line in text.strip().splitlines()[-lines:])
 
 
 def _log_to(log_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,20 @@ async def test_send_to_an_unknown_session_has_no_resume_hint(state: Path) -> Non
     with trio.fail_after(LIMIT):
         sent = await corral("send", "s-nope", "hello", "--state-dir", str(state))
     assert sent.code == 1 and "resume" not in sent.one_error_line()
+
+
+@pytest.mark.parametrize("command", ["daemon", "start"])
+async def test_a_taken_port_is_one_line_that_says_how_to_pick_another(short_dir: Path,
+                                                                      command: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with trio.fail_after(LIMIT):
+            ran = await corral(command, "--state-dir", str(short_dir / "state"),
+                               "--port", str(port))
+    assert ran.code == 1
+    line = ran.one_error_line()  # no log line before it, no traceback
+    assert line.startswith("corral: ") and line.count("corral") == 1
+    assert f"127.0.0.1:{port} is already in use" in line and "--port 0" in line
+    assert "[daemon]" in line
