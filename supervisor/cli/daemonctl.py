@@ -25,6 +25,7 @@ from msgspec import Struct
 
 from protocol.errors import CorralError, DaemonNotRunning, Timeout
 
+from supervisor import logformat
 from supervisor.client import open_client
 from supervisor.config import LoadedConfig, load_config
 from supervisor.statedir import DaemonFile, StateDir
@@ -174,17 +175,16 @@ def _tail(path: Path, offset: int, lines: int = 5) -> str:
 
 
 def _log_to(log_path: Path) -> None:
-    """Log INFO and up to ``daemon.log`` and to stderr, unless stderr is that file already."""
+    """Log INFO and up to ``daemon.log`` and to stderr, unless stderr is that file already,
+    one line a record (``logformat``)."""
     root = logging.getLogger()
     root.setLevel(logging.INFO)
-    formatter = logging.Formatter(_LOG_FORMAT)
     os.close(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
     handlers: list[logging.Handler] = [logging.FileHandler(log_path, encoding="utf-8")]
     if not _same_file(sys.stderr, log_path):
         handlers.append(logging.StreamHandler(sys.stderr))
     for handler in handlers:
-        handler.setFormatter(formatter)
-        root.addHandler(handler)
+        root.addHandler(logformat.handler(handler, _LOG_FORMAT))
 
 
 def _same_file(stream: TextIO, path: Path) -> bool:
