@@ -172,7 +172,7 @@ def resolve(spec: str, *, providers: Mapping[str, ProviderTable],
                                 base_url=session_base_url or table.base_url
                                 or DEFAULT_BASE_URLS[kind])
     return msgspec.structs.replace(
-        defaults, api_key=key.strip(),
+        defaults, api_key=key.strip(), api_key_env=variable or "",
         max_response_bytes=table.max_response_bytes or defaults.max_response_bytes,
         max_retries=defaults.max_retries if table.max_retries is None else table.max_retries,
         timeout=table.timeout or defaults.timeout)
