@@ -58,7 +58,10 @@ def new(args: argparse.Namespace) -> None:
         id=0, harness=args.harness, cwd=str(Path(args.cwd or os.getcwd()).absolute()), name=args.name,
         model=args.model, prompt=args.prompt, permissions=permissions, env=dict(args.env) or None,
         options=options or None, workspace=workspace)
-    print(ask(_state(args), request, SessionResult).session.id, flush=True)
+    created = ask(_state(args), request, SessionResult)
+    print(created.session.id, flush=True)
+    for warning in created.warnings:  # created all the same, but likely to fail
+        print(f"corral: warning: {warning.message}", file=sys.stderr, flush=True)
 
 
 def ls(args: argparse.Namespace) -> None:

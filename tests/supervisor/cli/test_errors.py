@@ -46,3 +46,19 @@ async def test_a_taken_port_is_one_line_that_says_how_to_pick_another(short_dir:
     assert line.startswith("corral: ") and line.count("corral") == 1
     assert f"127.0.0.1:{port} is already in use" in line and "--port 0" in line
     assert "[daemon]" in line
+
+
+async def test_new_warns_of_a_missing_key_and_creates_the_session(state: Path,
+                                                                  short_dir: Path) -> None:
+    with trio.fail_after(LIMIT):
+        # An empty variable in the session's env wins over the daemon's (which may have one).
+        made = await corral("new", "--state-dir", str(state), "--harness", "native", "--model",
+                            "openai/gpt-5-mini", "--env", "OPENAI_API_KEY=", cwd=short_dir)
+        assert made.code == 0, made.err
+        sid = made.out.splitlines()[0]
+        assert made.one_error_line().startswith("corral: warning: OPENAI_API_KEY is not set")
+        keyed = await corral("new", "--state-dir", str(state), "--harness", "native", "--model",
+                             "openai/gpt-5-mini", "--env", "OPENAI_API_KEY=sk-x", cwd=short_dir)
+        assert keyed.code == 0 and keyed.err == ""
+        listed = await corral("ls", "--state-dir", str(state))
+        assert sid in listed.out and keyed.out.splitlines()[0] in listed.out
