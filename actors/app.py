@@ -286,7 +286,8 @@ class App:
             case HarnessList(models=models):
                 return HarnessListResult(harnesses=await self.sessions.detections(models=models))
             case SessionCreate(workspace=WorkspaceSpec()):
-                return SessionResult(session=await self._create_in_workspace(request))
+                info = await self._create_in_workspace(request)
+                return SessionResult(session=info, warnings=self.sessions.warnings(info.id))
             case SessionCreate():
                 shared, key = await self.mcp.prepare(request)
                 try:
@@ -295,7 +296,7 @@ class App:
                     self.mcp.adopt(key, None)
                     raise
                 self.mcp.adopt(key, info.id)
-                return SessionResult(session=info)
+                return SessionResult(session=info, warnings=self.sessions.warnings(info.id))
             case SessionList():
                 return SessionListResult(sessions=[self.workspaces.describe(i) for i in self.sessions.infos()])
             case LspList():

@@ -39,6 +39,7 @@ class ErrorCode(enum.StrEnum):
     DAEMON_NOT_RUNNING = "daemon_not_running"
     CONFIG_INVALID = "config_invalid"
     STORAGE_FAILED = "storage_failed"
+    ADDRESS_IN_USE = "address_in_use"
     # MCP servers (actors/mcp): what a tool call through the daemon can meet.
     MCP_UNKNOWN_SERVER = "mcp.unknown_server"
     MCP_UNKNOWN_TOOL = "mcp.unknown_tool"
@@ -216,6 +217,13 @@ class DaemonNotRunning(CorralError):
     """No daemon answers for this state directory."""
 
     code = ErrorCode.DAEMON_NOT_RUNNING
+
+
+class AddressInUse(CorralError):
+    """The daemon cannot listen: its TCP address (``[daemon] host``/``port``, or ``--port``) is
+    taken by another program; the message names the address and how to pick another."""
+
+    code = ErrorCode.ADDRESS_IN_USE
 
 
 class ConfigInvalid(CorralError):

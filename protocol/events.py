@@ -19,7 +19,8 @@ ToolPhase = Literal["started", "updated", "completed"]
 Delivery = Literal["prompted", "steered", "held"]
 Decision = Literal["allow", "deny", "allow_always"]
 DecidedAs = Literal["allow", "deny", "allow_always", "timeout", "cancelled"]
-ErrorClass = Literal["auth", "limit", "entitlement", "overloaded", "protocol", "launch", "unknown"]
+ErrorClass = Literal["auth", "limit", "entitlement", "overloaded", "protocol", "launch", "network",
+                     "unknown"]
 SessionState = Literal[
     "starting", "idle", "running", "waiting", "restarting", "closing", "closed", "failed"
 ]

@@ -47,6 +47,7 @@ from .results import SupervisorInfo as SupervisorInfo
 from .results import DaemonStatusResult as DaemonStatusResult
 from .results import HarnessListResult as HarnessListResult
 from .results import SessionResult as SessionResult
+from .results import SessionWarning as SessionWarning
 from .results import SessionListResult as SessionListResult
 from .results import SubscribeResult as SubscribeResult
 from .results import PromptResult as PromptResult

@@ -77,6 +77,8 @@ class ProviderSettings(msgspec.Struct, kw_only=True, frozen=True):
     """A model's provider, resolved by the daemon: everything the worker's adapter may use.
 
     ``api_key`` is the key itself (``""``: send no credential); it never appears in ``repr``.
+    ``api_key_env`` is the variable it was read from (``""``: the provider names none), which a
+    missing key's error names.
     """
 
     kind: ProviderKind
@@ -84,6 +86,7 @@ class ProviderSettings(msgspec.Struct, kw_only=True, frozen=True):
     model: str
     base_url: str
     api_key: str = ""
+    api_key_env: str = ""
     max_response_bytes: int = 32 * 1024 * 1024
     max_retries: int = 2
     timeout: float = 300.0

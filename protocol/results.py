@@ -55,8 +55,19 @@ class HarnessListResult(Data, kw_only=True, frozen=True):
     harnesses: list[Detection]
 
 
-class SessionResult(Data, kw_only=True, frozen=True):
+class SessionWarning(Data, kw_only=True, frozen=True, omit_defaults=True):
+    """Something about a session that was created all the same but will likely fail, e.g.
+    ``native.auth.missing_key``: its provider's key variable (``variable``) is not set."""
+
+    code: str
+    message: str
+    variable: str | None = None
+
+
+class SessionResult(Data, kw_only=True, frozen=True, omit_defaults=True):
     session: SessionInfo
+    warnings: list[SessionWarning] = msgspec.field(default_factory=list)
+    """``session.create`` only: what the client should tell its user (absent when none)."""
 
 
 class SessionListResult(Data, kw_only=True, frozen=True):

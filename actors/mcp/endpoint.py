@@ -39,6 +39,11 @@ __all__ = ["McpEndpoint", "Refuse"]
 
 log = logging.getLogger("corral.mcp.endpoint")
 
+_HTTP_LOG = logging.getLogger("corral.mcp.endpoint.http")
+"""hypercorn's error log. Its only INFO line is "Running on http://…", a second address line
+next to the daemon's own "listening on" line (and not the daemon's address): warnings and up."""
+_HTTP_LOG.setLevel(logging.WARNING)
+
 Refuse = Callable[[int, str, Sequence[tuple[bytes, bytes]]], "str | None"]
 """``refuse(port, host, headers)``: why a request to the endpoint listening on ``port`` must be
 refused (its Host or Origin), or ``None``."""
@@ -71,7 +76,7 @@ class McpEndpoint:
         config = HypercornConfig()
         config.bind = [f"{self.host}:0"]
         config.accesslog = None
-        config.errorlog = log  # hypercorn takes a logger
+        config.errorlog = _HTTP_LOG  # hypercorn takes a logger
         config.graceful_timeout = 1.0
         # An idle connection is kept far longer than a client keeps it in its pool: hypercorn's
         # 5 s closed pooled connections under the CLIs (Claude Code's fetch then failed its next

@@ -34,6 +34,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from protocol.messages import SessionWarning
 from protocol.native import Price, ProviderKind, ProviderSettings
 from protocol.native_context import ContextSettings
 from supervisor.config import default_config_path
@@ -53,6 +54,7 @@ __all__ = [
     "ProvidersConfig",
     "decode_providers",
     "key_env",
+    "key_warnings",
     "load_prices",
     "resolve",
     "user_prices_path",
@@ -180,10 +182,37 @@ def resolve(spec: str, *, providers: Mapping[str, ProviderTable],
                                 base_url=session_base_url or table.base_url
                                 or DEFAULT_BASE_URLS[kind])
     return msgspec.structs.replace(
-        defaults, api_key=key.strip(),
+        defaults, api_key=key.strip(), api_key_env=variable or "",
         max_response_bytes=table.max_response_bytes or defaults.max_response_bytes,
         max_retries=defaults.max_retries if table.max_retries is None else table.max_retries,
         timeout=table.timeout or defaults.timeout)
+
+
+def key_warnings(settings: ProviderSettings) -> list[SessionWarning]:
+    """``native.auth.missing_key`` for ``settings`` without a key, as ``session.create`` warns.
+
+    At the vendor's public endpoint every turn will fail (the worker sends nothing without a
+    key); at a ``base_url`` of the user's the requests go without one, which a local server may
+    well accept, so a provider that names no key variable there gets no warning.
+    """
+    if settings.api_key:
+        return []
+    public = settings.base_url.rstrip("/") == DEFAULT_BASE_URLS[settings.kind]
+    variable = settings.api_key_env
+    if variable and public:
+        message = (f"{variable} is not set: {settings.spec} has no API key and its turns will "
+                   f"fail (set {variable} in the daemon's environment or the session's env)")
+    elif variable:
+        message = (f"{variable} is not set: requests to {settings.base_url} go without an "
+                   "API key")
+    elif public:
+        message = (f"[providers.{settings.provider}] names no api_key_env: {settings.spec} has "
+                   f"no API key for {settings.base_url} and its turns will fail")
+    else:
+        return []
+    return [SessionWarning(code="native.auth.missing_key", message=message,
+                           variable=variable or None)]
+
 
 
 def user_prices_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -35,6 +35,7 @@ from pathlib import Path
 import msgspec
 
 from actors.harness import HarnessRequest, Launch
+from protocol.messages import SessionWarning
 from protocol.models import Detection, Features, ProviderInfo
 from protocol.native import Price
 from protocol.native_context import ContextSettings
@@ -100,6 +101,10 @@ class NativeDriver:
         async with open_child(spec, ledger=ledger, spawner=spawner) as child, \
                 served(child, session_id, self.services or NO_SERVICES) as wrapped:
             yield wrapped
+
+    def warnings(self, request: HarnessRequest) -> list[SessionWarning]:
+        """What ``session.create`` warns of for ``request`` (a provider without its key)."""
+        return self.translator(request).warnings
 
     def translator(self, request: HarnessRequest) -> NativeTranslator:
         """A fresh translator for one worker; ``BadRequest`` for a bad model or options."""

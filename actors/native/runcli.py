@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
+from supervisor import logformat
 
 from .config import ModelSpecError, ProviderTable, resolve
 
@@ -96,6 +99,10 @@ def _with_model(args: argparse.Namespace, spec: str, providers: ProvidersLoader,
     from .models import ModelError, ProviderConfig, build_model, close_model
     from .oneshot import RunResult
 
+    # Warnings on stderr, one line each; ADK's and the SDKs' tracebacks of the failure this
+    # command reports in its own line only under --debug / CORRAL_DEBUG (``logformat``).
+    logging.basicConfig(level=logging.WARNING, handlers=[
+        logformat.handler(logging.StreamHandler(sys.stderr), "%(levelname)s %(name)s: %(message)s")])
     try:
         settings = resolve(spec, providers=providers(args.config), daemon_env=os.environ)
         llm = build_model(msgspec.convert(msgspec.structs.asdict(settings), ProviderConfig))

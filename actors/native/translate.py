@@ -36,6 +36,7 @@ from actors.harness import HarnessRequest, Output, Send
 from protocol.errors import BadRequest, ProtocolError, SessionBusy, UnknownPermission
 from protocol.events import Checkpoint, Decision, Init, Permission, PermissionDecided, Result
 from protocol.framing import LengthPrefixFramer
+from protocol.messages import SessionWarning
 from protocol.native_context import ContextSettings
 from protocol.native import (
     Autonomy, Command, Compact, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel,
@@ -43,7 +44,7 @@ from protocol.native import (
 )
 
 from .compaction.settings import CompactionConfig
-from .config import ModelSpecError, ProviderTable, resolve
+from .config import ModelSpecError, ProviderTable, key_warnings, resolve
 
 __all__ = ["NativeTranslator", "StoreFinder", "autonomy", "store_dir"]
 
@@ -86,6 +87,11 @@ class NativeTranslator:
         self._session_id: str | None = None
         self._turn = False
         self._open: set[str] = set()
+
+    @property
+    def warnings(self) -> list[SessionWarning]:
+        """What ``session.create`` warns of: a provider without its key (``key_warnings``)."""
+        return key_warnings(self._provider)
 
     @property
     def ready(self) -> bool:

@@ -51,7 +51,7 @@ from protocol.errors import (
     Unsupported,
     UnknownSession,
 )
-from protocol.messages import SessionCreate, SessionResume
+from protocol.messages import SessionCreate, SessionResume, SessionWarning
 from protocol.models import Detection, McpServer, Permissions, SessionInfo
 from actors.session.config import SessionSettings, harness_defaults
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
@@ -338,6 +338,17 @@ class SessionTable:
         found = self.get(session_id)
         if not isinstance(found, Session):
             raise SessionClosed(f"session {session_id} is {found.meta.state}")
+        return found
+
+    def warnings(self, session_id: str) -> list[SessionWarning]:
+        """What the live session's driver warns of for its request (``session.create``'s
+        ``warnings``); a driver without a ``warnings`` method has none."""
+        session = self.live.get(session_id)
+        driver = self.drivers.get(session.core.meta.harness) if session is not None else None
+        warn = getattr(driver, "warnings", None)
+        if session is None or not callable(warn):
+            return []
+        found: list[SessionWarning] = warn(session.core.request)
         return found
 
     def infos(self) -> list[SessionInfo]:

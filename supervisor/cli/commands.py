@@ -3,7 +3,7 @@
 Every command takes ``--state-dir`` before or after its name and honours
 ``CORRAL_STATE_DIR``. Output meant for scripts goes to stdout (``new`` prints the session id
 alone on the first line; ``--json`` variants print JSON); errors are one line on stderr,
-``corral: MESSAGE``, never a traceback (set ``CORRAL_DEBUG=1`` to see one for a bug). Exit
+``corral: MESSAGE``, never a traceback (``--debug`` or ``CORRAL_DEBUG=1`` shows one). Exit
 codes: 0 success, 1 failure, 2 usage error, 130 interrupted (``attach`` and ``logs
 --follow`` detach on Ctrl-C with 0).
 
@@ -27,6 +27,7 @@ from protocol.errors import CorralError
 from supervisor.cli.daemonctl import DaemonRunner
 from supervisor.cli.parser import CommandAdder, build_parser
 from supervisor.excgroup import lone_exception
+from supervisor.logformat import DEBUG_ENV, debugging
 
 __all__ = ["CommandAdder", "DaemonEntry", "build_parser", "main"]
 
@@ -49,6 +50,8 @@ def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
     """Run one command; returns the exit code (the console script exits with it)."""
     args = build_parser(daemon.extra).parse_args(argv)
     args.daemon_entry = daemon
+    if getattr(args, "debug", False):
+        os.environ[DEBUG_ENV] = "1"  # for this process, and the daemon `start` spawns
     handler: Callable[[argparse.Namespace], int | None] = args.handler
     try:
         return handler(args) or 0
@@ -73,7 +76,7 @@ def _report(exc: BaseException) -> int:
         message = str(exc)
     else:
         message = f"internal error: {type(exc).__name__}: {exc}"
-    if os.environ.get("CORRAL_DEBUG"):
+    if debugging():
         traceback.print_exception(exc)
     print(f"corral: {' '.join(message.split())}", file=sys.stderr)
     return 1

@@ -26,6 +26,7 @@ from msgspec import Struct
 
 from protocol.errors import CorralError, DaemonNotRunning, Timeout
 
+from supervisor import logformat
 from supervisor.client import open_client
 from supervisor.config import LoadedConfig, load_config
 from supervisor.statedir import DaemonFile, StateDir
@@ -34,6 +35,8 @@ __all__ = ["DaemonRunner", "run_foreground", "start", "status_report", "stop"]
 
 POLL = 0.05
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_ERROR_PREFIX = "corral: "
+"""How ``commands`` starts the one line of a failed command (the daemon's too)."""
 
 
 class DaemonRunner(Protocol):
@@ -183,21 +186,23 @@ def _tail(path: Path, offset: int, lines: int = 5) -> str:
             text = handle.read().decode(errors="replace")
     except OSError:
         return ""
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+    # The daemon's own one-line error (a taken port, a bad config) loses its "corral: ", which
+    # the message it ends up in has already.
+    return " | ".join(line.strip().removeprefix(_ERROR_PREFIX)
+                      for line in text.strip().splitlines()[-lines:])
 
 
 def _log_to(log_path: Path) -> None:
-    """Log INFO and up to ``daemon.log`` and to stderr, unless stderr is that file already."""
+    """Log INFO and up to ``daemon.log`` and to stderr, unless stderr is that file already,
+    one line a record (``logformat``)."""
     root = logging.getLogger()
     root.setLevel(logging.INFO)
-    formatter = logging.Formatter(_LOG_FORMAT)
     os.close(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
     handlers: list[logging.Handler] = [logging.FileHandler(log_path, encoding="utf-8")]
     if not _same_file(sys.stderr, log_path):
         handlers.append(logging.StreamHandler(sys.stderr))
     for handler in handlers:
-        handler.setFormatter(formatter)
-        root.addHandler(handler)
+        root.addHandler(logformat.handler(handler, _LOG_FORMAT))
 
 
 def _same_file(stream: TextIO, path: Path) -> bool:

@@ -31,6 +31,9 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
     common.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS,
                         help="the daemon's state directory (default: $CORRAL_STATE_DIR, "
                              "else $XDG_STATE_HOME/corral)")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks (as CORRAL_DEBUG=1; a daemon started with it "
+                             "logs them too)")
     parser = Parser(prog="corral", parents=[common],
                     description="Run coding-agent sessions under a local supervising daemon.")
     add_version_flag(parser)

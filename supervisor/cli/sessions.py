@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import trio
 
+from protocol.errors import SessionClosed
 from protocol.events import Compaction, Decision, Error, Event
 from protocol.messages import SessionCreate, SessionResult
 from protocol.models import Permissions, SessionInfo, WorkspaceSpec
@@ -57,7 +58,10 @@ def new(args: argparse.Namespace) -> None:
         id=0, harness=args.harness, cwd=str(Path(args.cwd or os.getcwd()).absolute()), name=args.name,
         model=args.model, prompt=args.prompt, permissions=permissions, env=dict(args.env) or None,
         options=options or None, workspace=workspace)
-    print(ask(_state(args), request, SessionResult).session.id, flush=True)
+    created = ask(_state(args), request, SessionResult)
+    print(created.session.id, flush=True)
+    for warning in created.warnings:  # created all the same, but likely to fail
+        print(f"corral: warning: {warning.message}", file=sys.stderr, flush=True)
 
 
 def ls(args: argparse.Namespace) -> None:
@@ -88,7 +92,15 @@ def attach(args: argparse.Namespace) -> None:
 def send(args: argparse.Namespace) -> None:
     async def send() -> str:
         async with open_client(_state(args)) as client:
-            return await client.prompt(args.id, " ".join(args.text))
+            try:
+                return await client.prompt(args.id, " ".join(args.text))
+            except SessionClosed as exc:
+                # An ended session takes no prompt, but resume brings it back where it left off
+                # (not so for "the daemon is shutting down", also session_closed: ask its state).
+                if (await client.get(args.id)).state not in ("closed", "failed"):
+                    raise
+                raise SessionClosed(f"{exc.message}; `corral resume {args.id}` reopens it "
+                                    "where its conversation left off") from exc
 
     print(trio.run(send))
 

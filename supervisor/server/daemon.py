@@ -115,13 +115,14 @@ async def run_daemon(state: StateDir, config: DaemonConfig, app: Application, ho
     state.acquire_lock()
     try:
         set_child_subreaper()
-        report = await trio.to_thread.run_sync(reconcile, state.root)
-        log.info("reconciled the crash ledger: %s", report)
-        app.boot(host)
-        token = state.token()
+        # Bound first: a taken port is the one line a failed start prints, with no log before it.
         sockets = await bind(host=config.host, port=config.port if port is None else port,
                              socket_path=state.socket_path)
         try:
+            report = await trio.to_thread.run_sync(reconcile, state.root)
+            log.info("reconciled the crash ledger: %s", report)
+            app.boot(host)
+            token = state.token()
             await _serve(state, config, app, host, token, sockets, task_status)
         finally:
             sockets.close()

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import trio
 
+from protocol.errors import AddressInUse
 from protocol.models import DaemonInfo
 from supervisor.server.connection import FLUSH_TIMEOUT, Backend, Connection
 from supervisor.server.gate import Gate
@@ -65,8 +66,18 @@ class Sockets:
 
 
 async def bind(*, host: str, port: int, socket_path: Path) -> Sockets:
-    """Bind ``host:port`` (0: a free port) and ``socket_path`` (mode 0600)."""
-    tcp = await trio.open_tcp_listeners(port, host=host)
+    """Bind ``host:port`` (0: a free port) and ``socket_path`` (mode 0600).
+
+    A taken address is ``AddressInUse``, whose one line says which and how to pick another.
+    """
+    try:
+        tcp = await trio.open_tcp_listeners(port, host=host)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise AddressInUse(f"{host}:{port} is already in use; pick another port: --port N "
+                           "(--port 0 for any free one) or `port` in the configuration's "
+                           "[daemon] section") from exc
     return Sockets(tcp, await _unix_listener(socket_path), socket_path)
 
 

@@ -11,7 +11,7 @@ GOLDEN = [
     "frame_too_large", "unauthorized", "bad_handshake", "unsupported_protocol", "internal",
     "timeout", "actor_gone", "protocol_error", "launch_failed", "child_exited",
     "intensity_exceeded", "daemon_running", "daemon_not_running", "config_invalid",
-    "storage_failed",
+    "storage_failed", "address_in_use",
     "mcp.unknown_server", "mcp.unknown_tool", "mcp.server_failed", "mcp.server_crashed",
     "mcp.start_failed", "mcp.call_timeout", "mcp.call_failed",
     "merge_conflict", "target_dirty", "git_failed",

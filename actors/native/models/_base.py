@@ -16,6 +16,8 @@ response, which closes its connection, before the error leaves the generator.
 from __future__ import annotations
 
 import abc
+import errno
+import socket
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
@@ -30,10 +32,10 @@ from pydantic import Field, PrivateAttr
 
 from ._retry import retrying
 from ._wire import ClosePool, WirePolicy
-from .config import ProviderConfig
+from .config import DEFAULT_BASE_URLS, ProviderConfig
 from .errors import ModelError, redact
 
-__all__ = ["SdkLlm", "classify_transport", "find_model_error", "wire_policy"]
+__all__ = ["SdkLlm", "classify_transport", "find_model_error", "missing_key", "wire_policy"]
 
 
 def wire_policy(config: ProviderConfig) -> WirePolicy:
@@ -53,19 +55,50 @@ def find_model_error(exc: BaseException) -> ModelError | None:
     return None
 
 
+def missing_key(config: ProviderConfig) -> ModelError | None:
+    """``native.auth.missing_key`` when ``config`` has no key for its vendor's public endpoint.
+
+    Every vendor's public API wants a key, so a request without one is sure to fail (and, off
+    the network, would fail as a connection error instead). A ``base_url`` of the user's (a
+    local or compatible server, many of which want none) goes out without a key, as asked.
+    """
+    if config.api_key or config.base_url.rstrip("/") != DEFAULT_BASE_URLS[config.kind]:
+        return None
+    if config.api_key_env:
+        why = f"{config.api_key_env} is not set"
+    else:
+        why = f"its [providers.{config.provider}] table names no api_key_env"
+    return ModelError("native.auth.missing_key",
+                      f"no API key for {config.spec} at {config.base_url}: {why}")
+
+
 def classify_transport(exc: BaseException) -> ModelError | None:
-    """Timeouts and network failures of either httpx, found anywhere in ``exc``'s causes."""
+    """Timeouts and network failures of either httpx, found anywhere in ``exc``'s causes.
+
+    A name that does not resolve, or a connection refused or without a route, is
+    ``native.network.unreachable``: retrying it soon would meet the same answer.
+    """
     current: BaseException | None = exc
+    transport: BaseException | None = None
     for _ in range(8):
         if current is None:
             break
         if isinstance(current, (httpx.TimeoutException, httpx2.TimeoutException)):
             return ModelError("native.overloaded.timeout", "the model endpoint timed out")
-        if isinstance(current, (httpx.TransportError, httpx2.TransportError)):
-            return ModelError("native.overloaded.connection",
-                              f"the model endpoint could not be reached: {type(current).__name__}")
+        if isinstance(current, (socket.gaierror, ConnectionRefusedError)) or (
+                isinstance(current, OSError) and current.errno in _UNREACHABLE):
+            return ModelError("native.network.unreachable",
+                              f"the model endpoint is unreachable: {current}")
+        if transport is None and isinstance(current, (httpx.TransportError, httpx2.TransportError)):
+            transport = current
         current = current.__cause__ or current.__context__
+    if transport is not None:
+        return ModelError("native.overloaded.connection",
+                          f"the model endpoint could not be reached: {type(transport).__name__}")
     return None
+
+
+_UNREACHABLE = frozenset({errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH})
 
 
 class SdkLlm(BaseLlm):
@@ -88,6 +121,9 @@ class SdkLlm(BaseLlm):
         Raises ``ModelError`` (see ``errors``) once our retries are spent.
         """
         config = self.provider
+        refused = missing_key(config)
+        if refused is not None:
+            raise refused
         responses = retrying(lambda: self._answer(llm_request, stream), classify=self._classify,
                              max_retries=config.max_retries, backoff=config.retry_backoff)
         async with aclosing(responses) as items:

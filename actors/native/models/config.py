@@ -88,7 +88,8 @@ class ProviderTable(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
 class ProviderConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Everything an adapter may use, resolved: no other source of settings exists.
 
-    ``api_key`` is the key itself ("" for none) and never appears in ``repr``. ``timeout`` is
+    ``api_key`` is the key itself ("" for none) and never appears in ``repr``; ``api_key_env``
+    the variable it was read from ("" for none), which a missing key's error names. ``timeout`` is
     the connect timeout and the longest silence between two bytes of a response.
     ``retry_backoff`` is the first retry's delay (doubling after), ``chat_max_tokens_field`` the
     Chat Completions field that carries an output limit (``max_tokens`` for servers that predate
@@ -100,6 +101,7 @@ class ProviderConfig(msgspec.Struct, kw_only=True, frozen=True):
     model: str
     base_url: str
     api_key: str = ""
+    api_key_env: str = ""
     max_response_bytes: int = 32 * 1024 * 1024
     max_retries: int = 2
     timeout: float = 300.0
@@ -161,6 +163,7 @@ def resolve_provider(
     return msgspec.structs.replace(
         defaults,
         api_key=key.strip(),
+        api_key_env=key_env or "",
         max_response_bytes=table.max_response_bytes or defaults.max_response_bytes,
         max_retries=defaults.max_retries if table.max_retries is None else table.max_retries,
         timeout=table.timeout or defaults.timeout,

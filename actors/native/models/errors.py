@@ -8,14 +8,18 @@ code                                  retried      when
 ====================================  ===========  ==============================================
 ``native.auth.invalid_key``           no           HTTP 401 (a missing, wrong or revoked key)
 ``native.auth.forbidden``             no           HTTP 403
+``native.auth.missing_key``           no           no key for the vendor's public endpoint (no
+                                                   ``base_url`` of the user's); nothing was sent
 ``native.limit.rate_limited``         yes          HTTP 429
 ``native.entitlement.quota``          no           HTTP 429 whose code is ``insufficient_quota``
 ``native.entitlement.model``          no           HTTP 404 (unknown model or endpoint)
 ``native.overloaded.server``          yes          HTTP 503, 529; a stream's ``overloaded`` error
 ``native.overloaded.server_error``    yes          HTTP 500, 502, 504 and other 5xx; a stream's
                                                    ``server_error``
-``native.overloaded.connection``      yes          the endpoint could not be reached, or the
-                                                   connection broke before the response began
+``native.overloaded.connection``      yes          the connection broke before the response
+                                                   began (or failed otherwise after connecting)
+``native.network.unreachable``        no           the endpoint's name does not resolve, or its
+                                                   connection was refused or has no route
 ``native.overloaded.timeout``         yes          no byte within the configured timeout
 ``native.protocol.bad_request``       no           any other 4xx (400, 413, 422, …)
 ``native.protocol.malformed``         no           a response we cannot parse: bad JSON, bad SSE,
@@ -43,8 +47,9 @@ from protocol.events import Error, ErrorClass
 __all__ = ["CODES", "ModelError", "error_for_status", "redact"]
 
 CODES: frozenset[str] = frozenset({
-    "native.auth.invalid_key", "native.auth.forbidden", "native.limit.rate_limited",
-    "native.entitlement.quota", "native.entitlement.model", "native.overloaded.server",
+    "native.auth.invalid_key", "native.auth.forbidden", "native.auth.missing_key",
+    "native.limit.rate_limited", "native.network.unreachable", "native.entitlement.quota",
+    "native.entitlement.model", "native.overloaded.server",
     "native.overloaded.server_error", "native.overloaded.connection", "native.overloaded.timeout",
     "native.protocol.bad_request", "native.protocol.malformed", "native.protocol.too_large",
     "native.protocol.unsupported", "native.launch.bad_model", "native.launch.unknown_provider",

@@ -25,7 +25,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import Field, PrivateAttr
 
-from ._base import classify_transport, find_model_error, wire_policy
+from ._base import classify_transport, find_model_error, missing_key, wire_policy
 from ._retry import parse_retry_after, retrying
 from ._wire import ClosePool, httpx_client
 from .config import ProviderConfig
@@ -61,6 +61,9 @@ class GeminiLlm(Gemini):
         """ADK's Gemini call under our retry loop; raises ``ModelError`` when it fails."""
         _drop_foreign_thoughts(llm_request)
         config = self.provider
+        refused = missing_key(config)
+        if refused is not None:
+            raise refused
         llm_request.model = config.model
         responses = retrying(lambda: Gemini.generate_content_async(self, llm_request, stream),
                              classify=self._classify, max_retries=config.max_retries,

@@ -2,7 +2,8 @@
 
 stdout carries frames and nothing else: at start-up the real stdout is moved to a private
 descriptor and descriptor 1 (and ``sys.stdout``) become stderr, so a stray ``print`` in a library
-cannot corrupt the stream. Logs go to stderr, which the daemon keeps the tail of.
+cannot corrupt the stream. Logs go to stderr, which the daemon keeps the tail of and logs, one
+line a record without library tracebacks unless ``CORRAL_DEBUG`` is set (``supervisor.logformat``).
 
 The worker is a child subreaper: a job the model left running in the background (``cmd > log &``:
 the bash tool lets those live) is re-parented to the worker when its shell exits, so it stays in
@@ -30,6 +31,7 @@ from protocol.errors import CorralError
 from protocol.events import Error, Event
 from protocol.framing import DEFAULT_LIMIT, LengthPrefixFramer
 from protocol.native import Ask, decode_command, encode_event
+from supervisor import logformat
 from supervisor.proc.prctl import set_child_subreaper
 
 __all__ = ["main"]
@@ -44,8 +46,8 @@ def main() -> int:
     frames_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    logging.basicConfig(stream=sys.stderr, level=os.environ.get("CORRAL_NATIVE_LOG", "WARNING"),
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=os.environ.get("CORRAL_NATIVE_LOG", "WARNING"), handlers=[
+        logformat.handler(logging.StreamHandler(sys.stderr), "%(levelname)s %(name)s: %(message)s")])
     set_child_subreaper()
     try:
         return asyncio.run(_serve(0, frames_out))

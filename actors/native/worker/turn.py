@@ -162,6 +162,7 @@ class Turn:
                         continued += 1
                         message = _user([reason])
         except ModelError as exc:
+            log.warning("turn failed: %s: %s", exc.code, exc.message)
             self._emit(exc.event())
             stop, is_error = "error", True
         except asyncio.CancelledError:

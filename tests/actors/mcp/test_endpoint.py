@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -156,3 +157,14 @@ async def _one_response(stream: trio.SocketStream) -> bytes:
     while len(body) < length:
         body += await stream.receive_some()
     return head + b"\r\n\r\n" + body
+
+
+async def test_the_endpoint_logs_no_address_line_of_its_own(tmp_path: Path,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    # The daemon's "listening on" line is its only address line; hypercorn's "Running on
+    # http://…" (a loopback port nobody types) is not logged.
+    caplog.set_level(logging.INFO)
+    async with running_registry(McpConfig(servers={})) as registry, serving(registry) as endpoint:
+        assert endpoint.url is not None
+    lines = [r.getMessage() for r in caplog.records]
+    assert not [line for line in lines if "Running on" in line or str(endpoint.port) in line], lines

@@ -12,8 +12,9 @@ from actors.native.models._retry import parse_retry_after, retry_delay, retrying
 from actors.native.models.errors import error_for_status
 
 GOLDEN_CODES = {
-    "native.auth.invalid_key", "native.auth.forbidden", "native.limit.rate_limited",
-    "native.entitlement.quota", "native.entitlement.model", "native.overloaded.server",
+    "native.auth.invalid_key", "native.auth.forbidden", "native.auth.missing_key",
+    "native.limit.rate_limited", "native.network.unreachable", "native.entitlement.quota",
+    "native.entitlement.model", "native.overloaded.server",
     "native.overloaded.server_error", "native.overloaded.connection", "native.overloaded.timeout",
     "native.protocol.bad_request", "native.protocol.malformed", "native.protocol.too_large",
     "native.protocol.unsupported", "native.launch.bad_model", "native.launch.unknown_provider",
