@@ -36,7 +36,7 @@ from actors.native.runcli import add_commands as add_native_commands
 from actors.native.translate import autonomy as native_autonomy
 from actors.native.services import DaemonServices
 from actors.session.actor import Session
-from actors.session.config import HarnessConfig, SessionsConfig, harness_defaults
+from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.sessions import SessionTable
 from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
@@ -112,6 +112,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     sessions: SessionsConfig = SessionsConfig()
     children: ChildrenConfig = ChildrenConfig()
     harness: dict[str, HarnessConfig] = {}
+    harnesses: HarnessesConfig = HarnessesConfig()
     providers: dict[str, dict[str, Any]] = {}
     """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.config``
     decodes them (with warnings that name the key) when the driver is built."""
