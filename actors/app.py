@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -29,7 +30,7 @@ from actors.lsp import LanguageServers
 from actors.lsp.config import LspConfig
 from actors.mcp.config import McpConfig
 from actors.native.config import NativeConfig, decode_providers, load_prices
-from actors.native.driver import NATIVE_ROOT, NativeDriver
+from actors.native.driver import NATIVE_ROOT, NativeDriver, adk_installed
 from actors.native import skillscmd
 from actors.native.forkservice import ForkServer
 from actors.native.runcli import add_commands as add_native_commands
@@ -41,7 +42,7 @@ from actors.session.sessions import SessionTable
 from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
-from actors.vendors.detection import DetectionCache
+from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
 from actors.vendors.pi import PiDriver
 from actors.workspace import Workspaces, WorkspacesConfig
@@ -96,6 +97,11 @@ if TYPE_CHECKING:
 __all__ = ["App", "Config", "drivers", "main", "serve"]
 
 log = logging.getLogger("corral.daemon")
+
+PREWARM_DELAY = 3.0
+"""Seconds after the daemon's children start (it is ready a moment later) before the background
+warm-ups begin (``[native] prewarm``: the fork server; ``[harnesses] prewarm``: detection), so
+they never compete with the start itself or with a first request."""
 
 DAEMON_MODULE = "actors.app"
 """What ``corral start`` runs as ``python -m`` to start a daemon in the background."""
@@ -215,7 +221,11 @@ class App:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.opencode = OpenCodeServers(host.ledger)
-        self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT))
+        # A native provider is usable with the default config (the built-in ones) once
+        # google-adk is installed: then the fork server warms up before the first session.
+        usable = self.config.native.prewarm and adk_installed()
+        self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT),
+                                prewarm=PREWARM_DELAY if usable else None)
         self.workspaces = Workspaces(host.state.root, self.config.workspaces, host.ledger)
         # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
@@ -248,9 +258,14 @@ class App:
         # The native fork server before sessions too: a restarting native session forks from it.
         # The workspaces' boot reconcile runs first and is done before anything listens.
         reconcile = ChildSpec(id="workspaces", start=self.workspaces.run, restart=RestartType.TEMPORARY)
+        # Last, so it stops first: the background detection of every harness.
+        detection = ([ChildSpec(id="prewarm-detection", restart=RestartType.TEMPORARY,
+                                start=functools.partial(prewarm, self.sessions.detections,
+                                                        PREWARM_DELAY))]
+                     if self.config.harnesses.prewarm else [])
         return [reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
                 ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
-                          shutdown=self.config.daemon.shutdown_timeout + 5)]
+                          shutdown=self.config.daemon.shutdown_timeout + 5), *detection]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
         if isinstance(request, SessionCreate) and request.prompt is None:
@@ -260,7 +275,8 @@ class App:
                 return DaemonStatusResult(
                     version=__version__, pid=os.getpid(), uptime_s=self.host.uptime,
                     sessions=len(self.sessions.infos()), clients=self.host.clients,
-                    children=self.host.children(), supervisors=self.host.supervisors())
+                    children=self.host.children(), supervisors=self.host.supervisors(),
+                    warming=["native"] if self.forks.warming else [])
             case DaemonShutdown():
                 self.host.stop()
                 return Empty()

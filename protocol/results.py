@@ -47,6 +47,9 @@ class DaemonStatusResult(Data, kw_only=True, frozen=True):
     children: list[ChildProcess]
     supervisors: list[SupervisorInfo] = msgspec.field(default_factory=list)
     """Every supervisor of the daemon's tree, root first (depth-first)."""
+    warming: list[str] = msgspec.field(default_factory=list)
+    """Harnesses warming up now, whose next session waits for it (``native``: its fork server
+    is starting); empty when nothing is."""
 
 
 class HarnessListResult(Data, kw_only=True, frozen=True):

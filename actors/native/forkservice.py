@@ -2,7 +2,11 @@
 spawner that asks it for workers, falling back to a plain exec whenever it cannot.
 
 ``ForkServer.run`` is a permanent child's start function (under its own supervisor,
-``supervisor_spec``). It is ready at once and does nothing until the first native spawn; then it
+``supervisor_spec``). It is ready at once and does nothing until the first native spawn, or,
+with ``prewarm`` (seconds), until that many seconds have passed without one: then it starts the
+server in the background (``--background``: the template imports and warms up at a low CPU
+priority, so it never slows the daemon's start or a first request; the first native session
+then finds it serving). Either way it
 runs ``python -m actors.native.forkserver ADDRESS`` through ``open_child`` (kind
 ``native-forkserver``: in the ledger, in ``daemon.status``, closed with the daemon), waits for
 its ready line, serves until the process ends and raises ``ChildExited``, so the supervisor
@@ -87,8 +91,11 @@ class ForkServer:
 
     def __init__(self, state_dir: str | os.PathLike[str], ledger: Ledger | None, *, cwd: str,
                  start_timeout: float = 120.0, wait_timeout: float = 90.0,
-                 answer_timeout: float = 10.0, shutdown: float = 5.0) -> None:
-        """``start_timeout`` bounds the template's import and warm-up (it is killed after it),
+                 answer_timeout: float = 10.0, shutdown: float = 5.0,
+                 prewarm: float | None = None) -> None:
+        """``prewarm``: start the server in the background this many seconds after the first
+        run starts, if no spawn asked for it before (``None``: only on demand; tried once).
+        ``start_timeout`` bounds the template's import and warm-up (it is killed after it),
         ``wait_timeout`` how long a spawn waits for a starting template before it execs (long:
         on a loaded machine an exec'd worker racing the template only slows both down),
         ``answer_timeout`` one fork request; ``shutdown`` is the template's close time."""
@@ -99,6 +106,7 @@ class ForkServer:
         self._wait_timeout = wait_timeout
         self._answer_timeout = answer_timeout
         self._shutdown = shutdown
+        self._prewarm = prewarm
         self._wanted = trio.Event()
         self._run: _Run | None = None
         self.forks = 0
@@ -117,15 +125,20 @@ class ForkServer:
         self._run = run
         task_status.started()
         try:
-            await self._wanted.wait()
+            background = await self._until_wanted()
             run.state = "starting"
-            await self._serve(run)
+            await self._serve(run, background=background)
         finally:
             run.state = "down"
             run.settled.set()
             self._run = None
             if not run.served:  # a failed start: try again on the next spawn, not in a loop
                 self._wanted = trio.Event()
+
+    @property
+    def warming(self) -> bool:
+        """Whether the server is starting (a native spawn now waits for its warm-up)."""
+        return self._run is not None and self._run.state == "starting"
 
     async def spawn(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
@@ -170,10 +183,22 @@ class ForkServer:
             run.child.kill_group()
             raise
 
-    async def _serve(self, run: _Run) -> None:
+    async def _until_wanted(self) -> bool:
+        """Wait for the first spawn, or for the ``prewarm`` delay (once per daemon: a
+        restarted run waits for demand as before); whether the start is a background one."""
+        delay, self._prewarm = self._prewarm, None
+        if delay is None or self._wanted.is_set():
+            await self._wanted.wait()
+            return False
+        with trio.move_on_after(delay):
+            await self._wanted.wait()
+        return not self._wanted.is_set()
+
+    async def _serve(self, run: _Run, *, background: bool = False) -> None:
         """Run the process until it ends, then raise ``ChildExited``."""
         address = socket_address(self._state_dir)
-        spec = ProcessSpec(key=KIND, kind=KIND, argv=[sys.executable, "-m", MODULE, address],
+        argv = [sys.executable, "-m", MODULE, address, *(["--background"] if background else [])]
+        spec = ProcessSpec(key=KIND, kind=KIND, argv=argv,
                            cwd=self._cwd, shutdown=self._shutdown, framing="ndjson")
         async with open_child(spec, ledger=self._ledger) as child:
             run.child = child
