@@ -16,9 +16,12 @@ Theory of operation.
   locks held by threads that do not exist in the child), ``gc.collect(); gc.freeze()`` (the
   collector then never touches, so never copies, the template's objects in a worker), listen,
   print the ready line. With ``--background`` (the daemon's prewarm) the imports and the
-  warm-up run in a thread of low CPU priority (``BACKGROUND_NICE``): Linux nice values belong
-  to threads, and a forked child inherits the forking thread's, so the main thread, which
-  forks every worker, keeps its own and the workers do not run at the low priority.
+  warm-up turns, one step each, run in a thread of low CPU priority (``BACKGROUND_NICE``):
+  Linux nice values belong to threads, and a forked child inherits the forking thread's, so
+  the main thread, which forks every worker, keeps its own and the workers do not run at the
+  low priority. A nice value cannot be lowered again without privilege, so when the daemon
+  needs the server now (a native session waits for it) it writes a line to stdin: the thread
+  stops after its current step and the main thread runs the rest at normal priority.
 * Serve, synchronously, one connection at a time, until stdin ends (the daemon's goodbye) or a
   signal ends the process. A peer of another uid is refused (``SO_PEERCRED``; that is the only
   guard of an abstract socket).
@@ -43,6 +46,7 @@ server. What the worker runs inherits the request's environment, with the worker
 from __future__ import annotations
 
 import array
+import functools
 import gc
 import importlib
 import os
@@ -71,7 +75,7 @@ from protocol.forkserver import (
 )
 from supervisor.proc.prctl import set_parent_death_signal
 
-__all__ = ["BACKGROUND_NICE", "PRELOAD", "main"]
+__all__ = ["BACKGROUND_NICE", "PRELOAD", "main", "run_steps"]
 
 PRELOAD = (
     "google.adk.runners",
@@ -136,37 +140,73 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _prepare(nice: int) -> list[str]:
-    """Import ``PRELOAD`` and warm up (the kinds that went well); with ``nice`` in a thread of
-    that nice value, joined before this returns (see the module docstring)."""
-    if not nice:
-        return _import_and_warm_up()
-    done: list[list[str]] = []
+    """Import ``PRELOAD`` and warm up; the provider kinds whose turn went well. With ``nice``,
+    in the background until stdin says hurry (see the module docstring)."""
+    from actors.native.warmup import KINDS, warm_up
+
+    steps: list[Callable[[], list[str]]] = [
+        *(functools.partial(_imported, name) for name in PRELOAD),
+        *(functools.partial(warm_up, [kind]) for kind in KINDS)]
+    return run_steps(steps, nice, 0)
+
+
+def run_steps(steps: list[Callable[[], list[str]]], nice: int, control: int) -> list[str]:
+    """Run ``steps`` in order and gather what they return. With ``nice``, a thread of that nice
+    value runs them until a line (any data) can be read from ``control``; it stops after its
+    current step and this thread runs the rest. Reading ``control`` ends at its end of file.
+    A step that raises stops the run and the exception is raised here."""
+    done: list[str] = []
+    if nice:
+        done += _in_background(steps, nice, control)
+    for step in steps:
+        done += step()
+    return done
+
+
+def _in_background(steps: list[Callable[[], list[str]]], nice: int, control: int) -> list[str]:
+    """Run steps from the front of ``steps`` (each removed once it ran) in a low-priority thread
+    until ``control`` is readable with data; return what they returned, joined."""
+    hurry = threading.Event()
+    done: list[str] = []
     failed: list[BaseException] = []
+    finished_r, finished_w = os.pipe()
 
     def low() -> None:
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
-        except OSError as exc:  # not Linux, or a policy that forbids it: warm up anyway
-            print(f"fork server: cannot lower the warm-up's priority: {exc}", file=sys.stderr)
-        try:
-            done.append(_import_and_warm_up())
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+            except OSError as exc:  # a policy that forbids it: warm up anyway
+                print(f"fork server: cannot lower the warm-up's priority: {exc}", file=sys.stderr)
+            while steps and not hurry.is_set():
+                done.extend(steps[0]())
+                del steps[0]
         except BaseException as exc:
             failed.append(exc)
+        finally:
+            os.write(finished_w, b".")
 
     thread = threading.Thread(target=low, name="corral-fork-server-warm-up")
-    thread.start()
-    thread.join()
+    try:
+        thread.start()
+        poller = select.poll()
+        poller.register(finished_r, select.POLLIN)
+        poller.register(control, select.POLLIN)
+        while finished_r not in {fd for fd, _ in poller.poll()}:
+            if os.read(control, 4096):
+                hurry.set()
+            poller.unregister(control)  # read once: hurried, or at its end
+        thread.join()
+    finally:
+        os.close(finished_r)
+        os.close(finished_w)
     if failed:
         raise failed[0]
-    return done[0]
+    return done
 
 
-def _import_and_warm_up() -> list[str]:
-    for name in PRELOAD:
-        importlib.import_module(name)
-    from actors.native.warmup import warm_up
-
-    return warm_up()
+def _imported(name: str) -> list[str]:
+    importlib.import_module(name)
+    return []
 
 
 def _threads_left(deadline: float) -> int:

@@ -6,7 +6,8 @@ spawner that asks it for workers, falling back to a plain exec whenever it canno
 with ``prewarm`` (seconds), until that many seconds have passed without one: then it starts the
 server in the background (``--background``: the template imports and warms up at a low CPU
 priority, so it never slows the daemon's start or a first request; the first native session
-then finds it serving). Either way it
+then finds it serving, and one that comes while it warms up tells it to hurry: it finishes at
+normal priority). Either way it
 runs ``python -m actors.native.forkserver ADDRESS`` through ``open_child`` (kind
 ``native-forkserver``: in the ledger, in ``daemon.status``, closed with the daemon), waits for
 its ready line, serves until the process ends and raises ``ChildExited``, so the supervisor
@@ -24,6 +25,7 @@ are the daemon's children, not the server's: they outlive it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -84,6 +86,8 @@ class _Run:
         self.child: ProcessChild | None = None
         self.served = False
         self.settled = trio.Event()  # serving, or over
+        self.background = False  # started by the prewarm, at low priority
+        self.hurried = False  # told to finish its warm-up at normal priority
 
 
 class ForkServer:
@@ -125,9 +129,9 @@ class ForkServer:
         self._run = run
         task_status.started()
         try:
-            background = await self._until_wanted()
+            run.background = await self._until_wanted()
             run.state = "starting"
-            await self._serve(run, background=background)
+            await self._serve(run)
         finally:
             run.state = "down"
             run.settled.set()
@@ -171,6 +175,7 @@ class ForkServer:
         run = self._run
         if run is None:
             raise ForkFailed("it is not running")
+        await _hurry(run)
         with trio.move_on_after(self._wait_timeout):
             await run.settled.wait()
         if run.state != "serving" or run.address is None or run.child is None:
@@ -194,14 +199,16 @@ class ForkServer:
             await self._wanted.wait()
         return not self._wanted.is_set()
 
-    async def _serve(self, run: _Run, *, background: bool = False) -> None:
+    async def _serve(self, run: _Run) -> None:
         """Run the process until it ends, then raise ``ChildExited``."""
         address = socket_address(self._state_dir)
-        argv = [sys.executable, "-m", MODULE, address, *(["--background"] if background else [])]
+        argv = [sys.executable, "-m", MODULE, address, *(["--background"] if run.background else [])]
         spec = ProcessSpec(key=KIND, kind=KIND, argv=argv,
                            cwd=self._cwd, shutdown=self._shutdown, framing="ndjson")
         async with open_child(spec, ledger=self._ledger) as child:
             run.child = child
+            if self._wanted.is_set():  # a spawn came while it was being started
+                await _hurry(run)
             ready = await self._ready(child, address)
             run.address, run.state, run.served = address, "serving", True
             run.settled.set()
@@ -231,3 +238,11 @@ class ForkServer:
                               data={"pid": child.pid})
         return ready
 
+
+async def _hurry(run: _Run) -> None:
+    """Tell a background start that a spawn waits for it: the template finishes its warm-up at
+    normal priority (``forkserver.run_steps``). Once per run; a no-op for any other run."""
+    if run.background and not run.hurried and run.child is not None and run.state == "starting":
+        run.hurried = True
+        with contextlib.suppress(ChildExited):
+            await run.child.send(b"hurry\n")
