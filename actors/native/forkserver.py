@@ -21,7 +21,7 @@ Theory of operation.
   the main thread, which forks every worker, keeps its own and the workers do not run at the
   low priority. A nice value cannot be lowered again without privilege, so when the daemon
   needs the server now (a native session waits for it) it writes a line to stdin: the thread
-  stops after its current step and the main thread runs the rest at normal priority.
+  sees it after its current step, stops, and the main thread runs the rest at normal priority.
 * Serve, synchronously, one connection at a time, until stdin ends (the daemon's goodbye) or a
   signal ends the process. A peer of another uid is refused (``SO_PEERCRED``; that is the only
   guard of an abstract socket).
@@ -152,9 +152,9 @@ def _prepare(nice: int) -> list[str]:
 
 def run_steps(steps: list[Callable[[], list[str]]], nice: int, control: int) -> list[str]:
     """Run ``steps`` in order and gather what they return. With ``nice``, a thread of that nice
-    value runs them until a line (any data) can be read from ``control``; it stops after its
-    current step and this thread runs the rest. Reading ``control`` ends at its end of file.
-    A step that raises stops the run and the exception is raised here."""
+    value runs them until, between two steps, ``control`` is readable (a line: hurry; its end:
+    the daemon's goodbye); this thread runs the rest. A step that raises stops the run and the
+    exception is raised here."""
     done: list[str] = []
     if nice:
         done += _in_background(steps, nice, control)
@@ -164,12 +164,10 @@ def run_steps(steps: list[Callable[[], list[str]]], nice: int, control: int) -> 
 
 
 def _in_background(steps: list[Callable[[], list[str]]], nice: int, control: int) -> list[str]:
-    """Run steps from the front of ``steps`` (each removed once it ran) in a low-priority thread
-    until ``control`` is readable with data; return what they returned, joined."""
-    hurry = threading.Event()
+    """Run steps from the front of ``steps`` (each removed once it ran) in a thread of ``nice``
+    until ``control`` is readable; what they returned, once the thread has ended."""
     done: list[str] = []
     failed: list[BaseException] = []
-    finished_r, finished_w = os.pipe()
 
     def low() -> None:
         try:
@@ -177,28 +175,21 @@ def _in_background(steps: list[Callable[[], list[str]]], nice: int, control: int
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
             except OSError as exc:  # a policy that forbids it: warm up anyway
                 print(f"fork server: cannot lower the warm-up's priority: {exc}", file=sys.stderr)
-            while steps and not hurry.is_set():
+            poller = select.poll()
+            poller.register(control, select.POLLIN)
+            while steps and not poller.poll(0):
                 done.extend(steps[0]())
                 del steps[0]
+            if steps:
+                os.read(control, 4096)  # the hurry line (or nothing, at its end)
+                print(f"fork server: hurried: {len(steps)} warm-up step(s) left to run at "
+                      "normal priority", file=sys.stderr, flush=True)
         except BaseException as exc:
             failed.append(exc)
-        finally:
-            os.write(finished_w, b".")
 
     thread = threading.Thread(target=low, name="corral-fork-server-warm-up")
-    try:
-        thread.start()
-        poller = select.poll()
-        poller.register(finished_r, select.POLLIN)
-        poller.register(control, select.POLLIN)
-        while finished_r not in {fd for fd, _ in poller.poll()}:
-            if os.read(control, 4096):
-                hurry.set()
-            poller.unregister(control)  # read once: hurried, or at its end
-        thread.join()
-    finally:
-        os.close(finished_r)
-        os.close(finished_w)
+    thread.start()
+    thread.join()
     if failed:
         raise failed[0]
     return done

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests.daemonconfig import without_prewarm
 from tests.fakes import opencode_offline, pi_offline
 from tests.fakes.acp_offline import offline
 
@@ -87,7 +88,8 @@ async def test_corral_harnesses_models_lists_what_each_cli_offers(short_dir: Pat
         # probes opencode and opencode-acp together) may fail with "database is locked".
         await trio.run_process([str(short_dir / "bin" / "opencode"), "models"], env=_env(env),
                                capture_stdout=True, capture_stderr=True)
-        await corral("start", "--state-dir", state, "--port", "0", env=env)
+        await corral("start", "--state-dir", state, "--port", "0", "--config",
+                     without_prewarm(short_dir / "config"), env=env)
         try:
             table = await corral("harnesses", "--models", "--state-dir", state, env=env)
         finally:

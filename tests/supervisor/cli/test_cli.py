@@ -23,6 +23,7 @@ import trio
 from protocol.events import Permission, PermissionDecided, Result, Tool
 from protocol.schema import client_protocol_schema
 from supervisor.client import open_client
+from tests.daemonconfig import without_prewarm
 
 REPO = Path(__file__).resolve().parents[3]
 LIMIT = 180  # generous: each command is a fresh Python process, slow on a loaded machine
@@ -50,6 +51,10 @@ def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 async def corral(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ran:
+    """``corral ARGS``; a daemon it starts without ``--config`` has the background warm-ups off."""
+    if args[0] in ("start", "daemon") and "--config" not in args and "--state-dir" in args:
+        state = Path(args[args.index("--state-dir") + 1])
+        args = (*args, "--config", without_prewarm(state.parent / f"{state.name}-config"))
     done = await trio.run_process([sys.executable, "-m", "actors.app", *args], check=False,
                                   capture_stdout=True, capture_stderr=True, env=_env(env),
                                   cwd=str(cwd or REPO))

@@ -1,0 +1,151 @@
+"""The fork server's background start: when it happens (virtual time), how the template warms up
+at low priority and hands the rest to its main thread when hurried (real threads), and a real
+prewarmed server whose forked workers keep normal priority (real processes)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+import trio
+import trio.testing
+
+from actors.native.forkserver import BACKGROUND_NICE, run_steps
+from actors.native.forkservice import ForkServer
+from supervisor.ledger.store import Ledger
+from supervisor.proc.child import open_child
+from tests.fakes.proctools import subreaper, wait_no_descendants
+
+from .test_forkserver import TIMEOUT, worker_spec
+from .test_worker_process import ROOT
+
+assert subreaper  # used by name below
+
+
+class _Recorded(ForkServer):
+    """A fork server whose process is not started: each start is recorded (time, background)."""
+
+    def __init__(self, state: Path, prewarm: float | None) -> None:
+        super().__init__(state, None, cwd=str(ROOT), prewarm=prewarm)
+        self.starts: list[tuple[float, bool]] = []
+
+    async def _serve(self, run: object) -> None:  # type: ignore[override]
+        self.starts.append((trio.current_time(), getattr(run, "background")))
+        await trio.sleep_forever()
+
+
+async def test_a_prewarmed_fork_server_starts_in_the_background_after_its_delay(
+        autojump_clock: trio.testing.MockClock, tmp_path: Path) -> None:
+    forks = _Recorded(tmp_path, prewarm=3.0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(forks.run)
+        await trio.sleep(2.9)
+        assert forks.starts == [] and not forks.warming
+        await trio.sleep(60)
+        assert forks.starts == [(3.0, True)]
+        assert forks.warming  # daemon.status says so while it starts
+        nursery.cancel_scope.cancel()
+
+
+async def test_without_prewarm_the_fork_server_waits_for_demand(
+        autojump_clock: trio.testing.MockClock, tmp_path: Path) -> None:
+    forks = _Recorded(tmp_path, prewarm=None)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(forks.run)
+        await trio.sleep(3600)
+        assert forks.starts == [] and not forks.warming
+        nursery.cancel_scope.cancel()
+
+
+def _nice() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+def test_background_steps_run_at_low_priority_until_hurried_then_here() -> None:
+    control_r, control_w = os.pipe()
+    ran: list[tuple[str, int, int]] = []  # step, thread, nice
+
+    def step(name: str, hurry: bool = False) -> list[str]:
+        ran.append((name, threading.get_native_id(), _nice()))
+        if hurry:  # the daemon's line arrives while this step runs
+            os.write(control_w, b"hurry\n")
+        return [name]
+
+    try:
+        here = threading.get_native_id()
+        steps = [lambda: step("a"), lambda: step("b", hurry=True), lambda: step("c"),
+                 lambda: step("d")]
+        assert run_steps(steps, BACKGROUND_NICE, control_r) == ["a", "b", "c", "d"]
+    finally:
+        os.close(control_r)
+        os.close(control_w)
+    (_, low, _), *_ = ran
+    assert low != here
+    assert ran == [("a", low, BACKGROUND_NICE), ("b", low, BACKGROUND_NICE),
+                   ("c", here, _nice()), ("d", here, _nice())]
+    assert _nice() == 0  # this thread's priority was never touched
+
+
+def test_without_nice_every_step_runs_here() -> None:
+    control_r, control_w = os.pipe()
+    try:
+        threads = run_steps([lambda: [str(threading.get_native_id())]] * 2, 0, control_r)
+    finally:
+        os.close(control_r)
+        os.close(control_w)
+    assert threads == [str(threading.get_native_id())] * 2
+
+
+def test_a_failed_background_step_is_raised_here() -> None:
+    def broken() -> list[str]:
+        raise ImportError("no such module")
+
+    control_r, control_w = os.pipe()
+    try:
+        with pytest.raises(ImportError, match="no such module"):
+            run_steps([broken], BACKGROUND_NICE, control_r)
+    finally:
+        os.close(control_r)
+        os.close(control_w)
+
+
+@pytest.mark.usefixtures("subreaper")
+async def test_a_spawn_hurries_a_background_start_and_its_worker_keeps_normal_priority(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    ledger = Ledger(state)
+    forks = ForkServer(state, ledger, cwd=str(ROOT), prewarm=0.0)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(forks.child_spec().start)
+            template = await _low_thread_of()
+            assert "--background" in template.cmdline()
+            async with open_child(worker_spec(), ledger=ledger, spawner=forks.spawn) as child:
+                assert (forks.forks, forks.fallbacks) == (1, 0)
+                assert os.getpriority(os.PRIO_PROCESS, child.pid) == 0
+                assert psutil.Process(child.pid).ppid() == os.getpid()
+            assert any("hurried" in r.getMessage() for r in caplog.records)
+            assert os.getpriority(os.PRIO_PROCESS, template.pid) == 0  # its main thread
+            nursery.cancel_scope.cancel()
+    assert await wait_no_descendants() == []
+
+
+async def _low_thread_of() -> psutil.Process:
+    """The fork server process once a thread of it runs at ``BACKGROUND_NICE`` (its warm-up)."""
+    while True:
+        for proc in psutil.Process().children():
+            try:
+                if "actors.native.forkserver" not in " ".join(proc.cmdline()):
+                    continue
+                if any(t.id != proc.pid and os.getpriority(os.PRIO_PROCESS, t.id) == BACKGROUND_NICE
+                       for t in proc.threads()):
+                    return proc
+            except (psutil.NoSuchProcess, ProcessLookupError):
+                continue
+        await trio.sleep(0.01)
