@@ -6,8 +6,10 @@ spawner that asks it for workers, falling back to a plain exec whenever it canno
 with ``prewarm`` (seconds), until that many seconds have passed without one: then it starts the
 server in the background (``--background``: the template imports and warms up at a low CPU
 priority, so it never slows the daemon's start or a first request; the first native session
-then finds it serving, and one that comes while it warms up tells it to hurry: it finishes at
-normal priority). Either way it
+then finds it serving. One that comes while it warms up tells it to hurry (it finishes its
+warm-up turns at normal priority) and starts a normal one beside it: on a busy machine the
+low-priority template may be far behind; the first of the two to be ready serves, the other
+is closed). Either way it
 runs ``python -m actors.native.forkserver ADDRESS`` through ``open_child`` (kind
 ``native-forkserver``: in the ledger, in ``daemon.status``, closed with the daemon), waits for
 its ready line, serves until the process ends and raises ``ChildExited``, so the supervisor
@@ -45,7 +47,7 @@ from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
 from supervisor.proc.spawn import Spawned, spawn
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, SupervisorSpec, supervisor_child
 
-from .forkclient import ForkFailed, NoAnswer, fork_worker, socket_address
+from .forkclient import RIVAL_SOCKET_NAME, SOCKET_NAME, ForkFailed, NoAnswer, fork_worker, socket_address
 
 __all__ = ["KIND", "SUPERVISOR", "ForkServer", "ForkServerStats"]
 
@@ -69,12 +71,14 @@ State = Literal["idle", "starting", "serving", "down"]
 
 class ForkServerStats(msgspec.Struct, kw_only=True, frozen=True):
     """``state``: ``idle`` (no demand yet), ``starting``, ``serving``, ``down`` (between runs);
-    ``pid`` of the serving process; ``forks`` and ``fallbacks`` (plain execs) since boot."""
+    ``pid`` of the serving process; ``forks`` and ``fallbacks`` (plain execs) since boot;
+    ``rivals``: normal starts raced against a hurried background one."""
 
     state: State
     pid: int | None
     forks: int
     fallbacks: int
+    rivals: int = 0
 
 
 class _Run:
@@ -87,7 +91,8 @@ class _Run:
         self.served = False
         self.settled = trio.Event()  # serving, or over
         self.background = False  # started by the prewarm, at low priority
-        self.hurried = False  # told to finish its warm-up at normal priority
+        self.hurried = trio.Event()  # a spawn waits: finish the warm-up at normal priority
+        self.contenders: list[trio.CancelScope] = []  # the processes starting for this run
 
 
 class ForkServer:
@@ -115,6 +120,7 @@ class ForkServer:
         self._run: _Run | None = None
         self.forks = 0
         self.fallbacks = 0
+        self.rivals = 0
 
     def child_spec(self, id: str = "native") -> ChildSpec:
         """The fork server under its own supervisor, for the root's children."""
@@ -161,10 +167,10 @@ class ForkServer:
         run = self._run
         if run is None:
             return ForkServerStats(state="down", pid=None, forks=self.forks,
-                                   fallbacks=self.fallbacks)
+                                   fallbacks=self.fallbacks, rivals=self.rivals)
         pid = run.child.pid if run.child is not None and run.state == "serving" else None
         return ForkServerStats(state=run.state, pid=pid, forks=self.forks,
-                               fallbacks=self.fallbacks)
+                               fallbacks=self.fallbacks, rivals=self.rivals)
 
     async def _fork(self, cwd: str, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
@@ -200,25 +206,64 @@ class ForkServer:
         return not self._wanted.is_set()
 
     async def _serve(self, run: _Run) -> None:
-        """Run the process until it ends, then raise ``ChildExited``."""
-        address = socket_address(self._state_dir)
-        argv = [sys.executable, "-m", MODULE, address, *(["--background"] if run.background else [])]
-        spec = ProcessSpec(key=KIND, kind=KIND, argv=argv,
-                           cwd=self._cwd, shutdown=self._shutdown, framing="ndjson")
-        async with open_child(spec, ledger=self._ledger) as child:
-            run.child = child
-            if self._wanted.is_set():  # a spawn came while it was being started
-                await _hurry(run)
-            ready = await self._ready(child, address)
-            run.address, run.state, run.served = address, "serving", True
-            run.settled.set()
-            log.info("native fork server (pid %d) serves on %s (warmed up: %s)", child.pid,
-                     address, ", ".join(ready.warmed) or "nothing")
-            status = await child.wait()
-        tail = " | ".join(child.stderr_tail()[-5:])
-        raise ChildExited(f"the native fork server (pid {child.pid}) ended: {status.reason} "
-                          f"(exit {status.exit_code}, signal {status.signal}); stderr: {tail}",
-                          data={"pid": child.pid})
+        """Run the process until it ends, then raise ``ChildExited``.
+
+        A background start that a spawn hurries races a normal one (a thread's nice value
+        cannot be lowered, and on a busy machine the low-priority template may be far from
+        ready): the first of the two to be ready serves, the other is closed."""
+        ended: list[ChildExited] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._contend, run, SOCKET_NAME, run.background, ended,
+                               nursery.cancel_scope)
+            if run.background:
+                await run.hurried.wait()
+                if run.state == "starting":
+                    self.rivals += 1
+                    nursery.start_soon(self._contend, run, RIVAL_SOCKET_NAME, False, ended,
+                                       nursery.cancel_scope)
+                await trio.sleep_forever()  # until the contenders are done (they cancel this)
+        if not ended:  # cancelled from outside: the nursery raised that already
+            raise ChildExited("the native fork server ended")
+        raise ended[-1]
+
+    async def _contend(self, run: _Run, name: str, background: bool, ended: list[ChildExited],
+                       done: trio.CancelScope) -> None:
+        """Start one process for ``run``; if it is ready first, it serves until it ends (the
+        other contender is cancelled, which closes its process). How it ended goes to
+        ``ended``; the last contender out cancels ``done``."""
+        address = socket_address(self._state_dir, name)
+        argv = [sys.executable, "-m", MODULE, address, *(["--background"] if background else [])]
+        spec = ProcessSpec(key=KIND, kind=KIND, argv=argv, cwd=self._cwd,
+                           shutdown=self._shutdown, framing="ndjson")
+        with trio.CancelScope() as mine:
+            run.contenders.append(mine)
+            try:
+                async with open_child(spec, ledger=self._ledger) as child:
+                    if background:
+                        run.child = child  # the one a hurry line goes to
+                        if self._wanted.is_set():  # a spawn came while it was being started
+                            await _hurry(run)
+                    ready = await self._ready(child, address)
+                    for other in run.contenders:
+                        if other is not mine:
+                            other.cancel()
+                    run.child, run.address, run.state, run.served = child, address, "serving", True
+                    run.settled.set()
+                    log.info("native fork server (pid %d) serves on %s (warmed up: %s%s)",
+                             child.pid, address, ", ".join(ready.warmed) or "nothing",
+                             "; started in the background" if background else "")
+                    status = await child.wait()
+                tail = " | ".join(child.stderr_tail()[-5:])
+                ended.append(ChildExited(
+                    f"the native fork server (pid {child.pid}) ended: {status.reason} (exit "
+                    f"{status.exit_code}, signal {status.signal}); stderr: {tail}",
+                    data={"pid": child.pid}))
+            except ChildExited as exc:
+                ended.append(exc)
+            finally:
+                run.contenders.remove(mine)
+                if not run.contenders:
+                    done.cancel()
 
     async def _ready(self, child: ProcessChild, address: str) -> ForkServerReady:
         frame: bytes | None = None
@@ -240,9 +285,12 @@ class ForkServer:
 
 
 async def _hurry(run: _Run) -> None:
-    """Tell a background start that a spawn waits for it: the template finishes its warm-up at
-    normal priority (``forkserver.run_steps``). Once per run; a no-op for any other run."""
-    if run.background and not run.hurried and run.child is not None and run.state == "starting":
-        run.hurried = True
+    """A spawn waits for a background start: tell the template to finish its warm-up at normal
+    priority (``forkserver.run_steps``) and start a normal one beside it (``_serve``). Once
+    per run; a no-op for any other run."""
+    if not run.background or run.hurried.is_set() or run.state != "starting":
+        return
+    run.hurried.set()
+    if run.child is not None:
         with contextlib.suppress(ChildExited):
             await run.child.send(b"hurry\n")
