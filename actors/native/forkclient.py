@@ -31,7 +31,7 @@ __all__ = ["ForkFailed", "NoAnswer", "RIVAL_SOCKET_NAME", "SOCKET_NAME", "fork_w
 
 SOCKET_NAME = "forkserver.sock"
 RIVAL_SOCKET_NAME = "forkserver-rival.sock"
-"""Where a normal start listens while it races a hurried background one (``forkservice``)."""
+"""Where a normal start listens while it races a background one a spawn waits for (``forkservice``)."""
 _SUN_PATH_MAX = 107  # bytes of sun_path before its terminating NUL
 
 

@@ -16,12 +16,11 @@ Theory of operation.
   locks held by threads that do not exist in the child), ``gc.collect(); gc.freeze()`` (the
   collector then never touches, so never copies, the template's objects in a worker), listen,
   print the ready line. With ``--background`` (the daemon's prewarm) the imports and the
-  warm-up turns, one step each, run in a thread of low CPU priority (``BACKGROUND_NICE``):
+  warm-up run in a thread of low CPU priority (``BACKGROUND_NICE``), joined before the rest:
   Linux nice values belong to threads, and a forked child inherits the forking thread's, so
   the main thread, which forks every worker, keeps its own and the workers do not run at the
-  low priority. A nice value cannot be lowered again without privilege, so when the daemon
-  needs the server now (a native session waits for it) it writes a line to stdin: the thread
-  sees it after its current step, stops, and the main thread runs the rest at normal priority.
+  low priority. (A nice value cannot be lowered again without privilege: a daemon that needs
+  the server before it is ready starts a normal one beside it, ``forkservice``.)
 * Serve, synchronously, one connection at a time, until stdin ends (the daemon's goodbye) or a
   signal ends the process. A peer of another uid is refused (``SO_PEERCRED``; that is the only
   guard of an abstract socket).
@@ -46,7 +45,6 @@ server. What the worker runs inherits the request's environment, with the worker
 from __future__ import annotations
 
 import array
-import functools
 import gc
 import importlib
 import os
@@ -75,7 +73,7 @@ from protocol.forkserver import (
 )
 from supervisor.proc.prctl import set_parent_death_signal
 
-__all__ = ["BACKGROUND_NICE", "PRELOAD", "main", "run_steps"]
+__all__ = ["BACKGROUND_NICE", "PRELOAD", "main"]
 
 PRELOAD = (
     "google.adk.runners",
@@ -141,32 +139,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _prepare(nice: int) -> list[str]:
     """Import ``PRELOAD`` and warm up; the provider kinds whose turn went well. With ``nice``,
-    in the background until stdin says hurry (see the module docstring)."""
-    from actors.native.warmup import KINDS, warm_up
-
-    steps: list[Callable[[], list[str]]] = [
-        *(functools.partial(_imported, name) for name in PRELOAD),
-        *(functools.partial(warm_up, [kind]) for kind in KINDS)]
-    return run_steps(steps, nice, 0)
-
-
-def run_steps(steps: list[Callable[[], list[str]]], nice: int, control: int) -> list[str]:
-    """Run ``steps`` in order and gather what they return. With ``nice``, a thread of that nice
-    value runs them until, between two steps, ``control`` is readable (a line: hurry; its end:
-    the daemon's goodbye); this thread runs the rest. A step that raises stops the run and the
-    exception is raised here."""
-    done: list[str] = []
-    if nice:
-        done += _in_background(steps, nice, control)
-    for step in steps:
-        done += step()
-    return done
-
-
-def _in_background(steps: list[Callable[[], list[str]]], nice: int, control: int) -> list[str]:
-    """Run steps from the front of ``steps`` (each removed once it ran) in a thread of ``nice``
-    until ``control`` is readable; what they returned, once the thread has ended."""
-    done: list[str] = []
+    in a thread of that nice value (see the module docstring)."""
+    if not nice:
+        return _import_and_warm_up()
+    done: list[list[str]] = []
     failed: list[BaseException] = []
 
     def low() -> None:
@@ -175,15 +151,7 @@ def _in_background(steps: list[Callable[[], list[str]]], nice: int, control: int
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
             except OSError as exc:  # a policy that forbids it: warm up anyway
                 print(f"fork server: cannot lower the warm-up's priority: {exc}", file=sys.stderr)
-            poller = select.poll()
-            poller.register(control, select.POLLIN)
-            while steps and not poller.poll(0):
-                done.extend(steps[0]())
-                del steps[0]
-            if steps:
-                os.read(control, 4096)  # the hurry line (or nothing, at its end)
-                print(f"fork server: hurried: {len(steps)} warm-up step(s) left to run at "
-                      "normal priority", file=sys.stderr, flush=True)
+            done.append(_import_and_warm_up())
         except BaseException as exc:
             failed.append(exc)
 
@@ -192,12 +160,15 @@ def _in_background(steps: list[Callable[[], list[str]]], nice: int, control: int
     thread.join()
     if failed:
         raise failed[0]
-    return done
+    return done[0]
 
 
-def _imported(name: str) -> list[str]:
-    importlib.import_module(name)
-    return []
+def _import_and_warm_up() -> list[str]:
+    for name in PRELOAD:
+        importlib.import_module(name)
+    from actors.native.warmup import warm_up
+
+    return warm_up()
 
 
 def _threads_left(deadline: float) -> int:

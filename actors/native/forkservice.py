@@ -6,10 +6,9 @@ spawner that asks it for workers, falling back to a plain exec whenever it canno
 with ``prewarm`` (seconds), until that many seconds have passed without one: then it starts the
 server in the background (``--background``: the template imports and warms up at a low CPU
 priority, so it never slows the daemon's start or a first request; the first native session
-then finds it serving. One that comes while it warms up tells it to hurry (it finishes its
-warm-up turns at normal priority) and starts a normal one beside it: on a busy machine the
-low-priority template may be far behind; the first of the two to be ready serves, the other
-is closed). Either way it
+then finds it serving. One that comes while it warms up starts a normal one beside it: on
+a busy machine the low-priority template may be far behind, on an idle one it is ahead; the
+first of the two to be ready serves, the other is closed). Either way it
 runs ``python -m actors.native.forkserver ADDRESS`` through ``open_child`` (kind
 ``native-forkserver``: in the ledger, in ``daemon.status``, closed with the daemon), waits for
 its ready line, serves until the process ends and raises ``ChildExited``, so the supervisor
@@ -27,7 +26,6 @@ are the daemon's children, not the server's: they outlive it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -72,7 +70,7 @@ State = Literal["idle", "starting", "serving", "down"]
 class ForkServerStats(msgspec.Struct, kw_only=True, frozen=True):
     """``state``: ``idle`` (no demand yet), ``starting``, ``serving``, ``down`` (between runs);
     ``pid`` of the serving process; ``forks`` and ``fallbacks`` (plain execs) since boot;
-    ``rivals``: normal starts raced against a hurried background one."""
+    ``rivals``: normal starts raced against a background one a spawn waited for."""
 
     state: State
     pid: int | None
@@ -91,7 +89,6 @@ class _Run:
         self.served = False
         self.settled = trio.Event()  # serving, or over
         self.background = False  # started by the prewarm, at low priority
-        self.hurried = trio.Event()  # a spawn waits: finish the warm-up at normal priority
         self.contenders: list[trio.CancelScope] = []  # the processes starting for this run
 
 
@@ -181,7 +178,6 @@ class ForkServer:
         run = self._run
         if run is None:
             raise ForkFailed("it is not running")
-        await _hurry(run)
         with trio.move_on_after(self._wait_timeout):
             await run.settled.wait()
         if run.state != "serving" or run.address is None or run.child is None:
@@ -208,15 +204,16 @@ class ForkServer:
     async def _serve(self, run: _Run) -> None:
         """Run the process until it ends, then raise ``ChildExited``.
 
-        A background start that a spawn hurries races a normal one (a thread's nice value
+        A background start that a spawn waits for races a normal one (a thread's nice value
         cannot be lowered, and on a busy machine the low-priority template may be far from
-        ready): the first of the two to be ready serves, the other is closed."""
+        ready, while on an idle one it is ahead): the first of the two to be ready serves, the
+        other is closed."""
         ended: list[ChildExited] = []
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._contend, run, SOCKET_NAME, run.background, ended,
                                nursery.cancel_scope)
             if run.background:
-                await run.hurried.wait()
+                await self._wanted.wait()  # a spawn waits for it
                 if run.state == "starting":
                     self.rivals += 1
                     nursery.start_soon(self._contend, run, RIVAL_SOCKET_NAME, False, ended,
@@ -239,10 +236,6 @@ class ForkServer:
             run.contenders.append(mine)
             try:
                 async with open_child(spec, ledger=self._ledger) as child:
-                    if background:
-                        run.child = child  # the one a hurry line goes to
-                        if self._wanted.is_set():  # a spawn came while it was being started
-                            await _hurry(run)
                     ready = await self._ready(child, address)
                     for other in run.contenders:
                         if other is not mine:
@@ -282,15 +275,3 @@ class ForkServer:
                               f"within {self._start_timeout:g} s; stderr: {tail}",
                               data={"pid": child.pid})
         return ready
-
-
-async def _hurry(run: _Run) -> None:
-    """A spawn waits for a background start: tell the template to finish its warm-up at normal
-    priority (``forkserver.run_steps``) and start a normal one beside it (``_serve``). Once
-    per run; a no-op for any other run."""
-    if not run.background or run.hurried.is_set() or run.state != "starting":
-        return
-    run.hurried.set()
-    if run.child is not None:
-        with contextlib.suppress(ChildExited):
-            await run.child.send(b"hurry\n")

@@ -39,15 +39,13 @@ _TURN_TIMEOUT = 30.0
 _MAX_HEAD = 64 * 1024
 
 
-def warm_up(kinds: Sequence[ProviderKind] = KINDS) -> list[str]:
-    """Run the warm-up turns of ``kinds`` (blocking: its own event loop); the kinds that went
-    well. The fork server calls it once per kind, so that a background warm-up can hand the
-    rest over to its main thread between two kinds."""
+def warm_up() -> list[str]:
+    """Run the warm-up turns (blocking: its own event loop); the kinds that went well."""
     with tempfile.TemporaryDirectory(prefix="corral-warm-up-") as tmp:
-        return asyncio.run(_warm_up(Path(tmp), kinds))
+        return asyncio.run(_warm_up(Path(tmp)))
 
 
-async def _warm_up(root: Path, kinds: Sequence[ProviderKind]) -> list[str]:
+async def _warm_up(root: Path) -> list[str]:
     (root / "work").mkdir()
     (root / "work" / "README").write_text("warm-up\n")
     wire = _Wire()
@@ -55,7 +53,7 @@ async def _warm_up(root: Path, kinds: Sequence[ProviderKind]) -> list[str]:
     port = server.sockets[0].getsockname()[1]
     done: list[str] = []
     try:
-        for kind in kinds:
+        for kind in KINDS:
             try:
                 async with asyncio.timeout(_TURN_TIMEOUT):
                     problem = await _turn(root, kind, port)

@@ -1,12 +1,10 @@
-"""The fork server's background start: when it happens (virtual time), how the template warms up
-at low priority and hands the rest to its main thread when hurried (real threads), and a real
-prewarmed server whose forked workers keep normal priority (real processes)."""
+"""The fork server's background start: when it happens (virtual time); a real one, warming up
+in a thread of low priority, raced by a normal start when a spawn waits for it, whose forked
+worker keeps normal priority (real processes)."""
 
 from __future__ import annotations
 
-import logging
 import os
-import threading
 from pathlib import Path
 
 import psutil
@@ -14,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from actors.native.forkserver import BACKGROUND_NICE, run_steps
+from actors.native.forkserver import BACKGROUND_NICE
 from actors.native.forkservice import ForkServer
 from supervisor.ledger.store import Ledger
 from supervisor.proc.child import open_child
@@ -33,7 +31,7 @@ class _Recorded(ForkServer):
         super().__init__(state, None, cwd=str(ROOT), prewarm=prewarm)
         self.starts: list[tuple[float, bool]] = []
 
-    async def _serve(self, run: object) -> None:  # type: ignore[override]
+    async def _serve(self, run: object) -> None:
         self.starts.append((trio.current_time(), getattr(run, "background")))
         await trio.sleep_forever()
 
@@ -61,62 +59,9 @@ async def test_without_prewarm_the_fork_server_waits_for_demand(
         nursery.cancel_scope.cancel()
 
 
-def _nice() -> int:
-    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-
-def test_background_steps_run_at_low_priority_until_hurried_then_here() -> None:
-    control_r, control_w = os.pipe()
-    ran: list[tuple[str, int, int]] = []  # step, thread, nice
-
-    def step(name: str, hurry: bool = False) -> list[str]:
-        ran.append((name, threading.get_native_id(), _nice()))
-        if hurry:  # the daemon's line arrives while this step runs
-            os.write(control_w, b"hurry\n")
-        return [name]
-
-    try:
-        here = threading.get_native_id()
-        steps = [lambda: step("a"), lambda: step("b", hurry=True), lambda: step("c"),
-                 lambda: step("d")]
-        assert run_steps(steps, BACKGROUND_NICE, control_r) == ["a", "b", "c", "d"]
-    finally:
-        os.close(control_r)
-        os.close(control_w)
-    (_, low, _), *_ = ran
-    assert low != here
-    assert ran == [("a", low, BACKGROUND_NICE), ("b", low, BACKGROUND_NICE),
-                   ("c", here, _nice()), ("d", here, _nice())]
-    assert _nice() == 0  # this thread's priority was never touched
-
-
-def test_without_nice_every_step_runs_here() -> None:
-    control_r, control_w = os.pipe()
-    try:
-        threads = run_steps([lambda: [str(threading.get_native_id())]] * 2, 0, control_r)
-    finally:
-        os.close(control_r)
-        os.close(control_w)
-    assert threads == [str(threading.get_native_id())] * 2
-
-
-def test_a_failed_background_step_is_raised_here() -> None:
-    def broken() -> list[str]:
-        raise ImportError("no such module")
-
-    control_r, control_w = os.pipe()
-    try:
-        with pytest.raises(ImportError, match="no such module"):
-            run_steps([broken], BACKGROUND_NICE, control_r)
-    finally:
-        os.close(control_r)
-        os.close(control_w)
-
-
 @pytest.mark.usefixtures("subreaper")
 async def test_a_spawn_during_a_background_start_races_a_normal_one_and_keeps_normal_priority(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO)
+        tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     ledger = Ledger(state)
@@ -134,8 +79,6 @@ async def test_a_spawn_during_a_background_start_races_a_normal_one_and_keeps_no
             # whichever of the two was ready first serves, and the other is gone
             assert stats.pid is not None and os.getpriority(os.PRIO_PROCESS, stats.pid) == 0
             assert await wait_templates() == [stats.pid]
-            if stats.pid == template.pid:  # the background one won: it was told to hurry
-                assert any("hurried" in r.getMessage() for r in caplog.records)
             nursery.cancel_scope.cancel()
     assert await wait_no_descendants() == []
 
