@@ -45,7 +45,14 @@ from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
 from supervisor.proc.spawn import Spawned, spawn
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, SupervisorSpec, supervisor_child
 
-from .forkclient import RIVAL_SOCKET_NAME, SOCKET_NAME, ForkFailed, NoAnswer, fork_worker, socket_address
+from .forkclient import (
+    RIVAL_SOCKET_NAME,
+    SOCKET_NAME,
+    ForkFailed,
+    NoAnswer,
+    fork_worker,
+    socket_address,
+)
 
 __all__ = ["KIND", "SUPERVISOR", "ForkServer", "ForkServerStats"]
 
@@ -219,8 +226,8 @@ class ForkServer:
                     nursery.start_soon(self._contend, run, RIVAL_SOCKET_NAME, False, ended,
                                        nursery.cancel_scope)
                 await trio.sleep_forever()  # until the contenders are done (they cancel this)
-        if not ended:  # cancelled from outside: the nursery raised that already
-            raise ChildExited("the native fork server ended")
+        # Every contender says how it ended before it cancels the nursery; the last one (the
+        # server that served, or the last that failed to start) is this run's end.
         raise ended[-1]
 
     async def _contend(self, run: _Run, name: str, background: bool, ended: list[ChildExited],
