@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -36,19 +37,19 @@ from actors.native.config import (
     load_prices,
     user_prices_path,
 )
-from actors.native.driver import NATIVE_ROOT, NativeDriver
+from actors.native.driver import NATIVE_ROOT, NativeDriver, adk_installed
 from actors.native import skillscmd
 from actors.native.forkservice import ForkServer
 from actors.native.runcli import add_commands as add_native_commands
 from actors.native.translate import autonomy as native_autonomy
 from actors.native.services import DaemonServices
 from actors.session.actor import Session
-from actors.session.config import HarnessConfig, SessionsConfig, harness_defaults
+from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.sessions import SessionTable
 from actors.vendors.acp import PROFILES, AcpDriver
 from actors.vendors.claude import ClaudeDriver
 from actors.vendors.codex import CodexDriver
-from actors.vendors.detection import DetectionCache
+from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
 from actors.vendors.pi import PiDriver
 from actors.workspace import Workspaces, WorkspacesConfig
@@ -104,6 +105,11 @@ __all__ = ["App", "Config", "drivers", "main", "serve"]
 
 log = logging.getLogger("corral.daemon")
 
+PREWARM_DELAY = 3.0
+"""Seconds after the daemon's children start (it is ready a moment later) before the background
+warm-ups begin (``[native] prewarm``: the fork server; ``[harnesses] prewarm``: detection), so
+they never compete with the start itself or with a first request."""
+
 DAEMON_MODULE = "actors.app"
 """What ``corral start`` runs as ``python -m`` to start a daemon in the background."""
 
@@ -119,6 +125,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     sessions: SessionsConfig = SessionsConfig()
     children: ChildrenConfig = ChildrenConfig()
     harness: dict[str, HarnessConfig] = {}
+    harnesses: HarnessesConfig = HarnessesConfig()
     providers: dict[str, dict[str, Any]] = {}
     """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.config``
     decodes them (with warnings that name the key) when the driver is built."""
@@ -233,7 +240,11 @@ class App:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.opencode = OpenCodeServers(host.ledger)
-        self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT))
+        # A native provider is usable with the default config (the built-in ones) once
+        # google-adk is installed: then the fork server warms up before the first session.
+        usable = self.config.native.prewarm and adk_installed()
+        self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT),
+                                prewarm=PREWARM_DELAY if usable else None)
         self.workspaces = Workspaces(host.state.root, self.config.workspaces, host.ledger)
         # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
@@ -266,9 +277,14 @@ class App:
         # The native fork server before sessions too: a restarting native session forks from it.
         # The workspaces' boot reconcile runs first and is done before anything listens.
         reconcile = ChildSpec(id="workspaces", start=self.workspaces.run, restart=RestartType.TEMPORARY)
+        # Last, so it stops first: the background detection of every harness.
+        detection = ([ChildSpec(id="prewarm-detection", restart=RestartType.TEMPORARY,
+                                start=functools.partial(prewarm, self.sessions.detections,
+                                                        PREWARM_DELAY))]
+                     if self.config.harnesses.prewarm else [])
         return [reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
                 ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
-                          shutdown=self.config.daemon.shutdown_timeout + 5)]
+                          shutdown=self.config.daemon.shutdown_timeout + 5), *detection]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
         if isinstance(request, SessionCreate) and request.prompt is None:
@@ -279,7 +295,8 @@ class App:
                     version=__version__, pid=os.getpid(), uptime_s=self.host.uptime,
                     sessions=len(self.sessions.infos()), clients=self.host.clients,
                     children=self.host.children(), supervisors=self.host.supervisors(),
-                    connections=self.host.roster.infos())
+                    connections=self.host.roster.infos(),
+                    warming=["native"] if self.forks.warming else [])
             case DaemonShutdown():
                 self.host.stop()
                 return Empty()

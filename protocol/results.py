@@ -49,6 +49,9 @@ class DaemonStatusResult(Data, kw_only=True, frozen=True):
     """Every supervisor of the daemon's tree, root first (depth-first)."""
     connections: list[ConnectionInfo] = msgspec.field(default_factory=list)
     """Every connection past its handshake (``clients`` counts those still in it too), oldest first."""
+    warming: list[str] = msgspec.field(default_factory=list)
+    """Harnesses warming up now, whose next session waits for it (``native``: its fork server
+    is starting); empty when nothing is."""
 
 
 class HarnessListResult(Data, kw_only=True, frozen=True):

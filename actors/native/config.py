@@ -98,16 +98,19 @@ class ProviderTable(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
 class NativeConfig(ContextSettings, kw_only=True, frozen=True, forbid_unknown_fields=True,
                    omit_defaults=False):
     """The ``[native]`` section: the instruction files and skills of native sessions (each
-    key is a field of ``protocol.native_context.ContextSettings``, sent to every worker) and
-    ``[native.compaction]``."""
+    key but ``prewarm`` is a field of ``protocol.native_context.ContextSettings``, sent to every
+    worker), ``prewarm`` and ``[native.compaction]``."""
 
     compaction: CompactionConfig = CompactionConfig()
     """``[native.compaction]``: the context compaction of native sessions (off by default)."""
+    prewarm: bool = True
+    """Start the fork server in the background a few seconds after the daemon is ready (at low
+    CPU priority), so the first native session does not wait for its warm-up."""
 
     def context(self) -> ContextSettings:
         """The settings as the ``start`` frame carries them (``~`` expanded in the paths)."""
         fields = msgspec.structs.asdict(self)
-        del fields["compaction"]
+        del fields["compaction"], fields["prewarm"]
         for key in ("import_roots", "skill_roots", "trusted_roots"):
             fields[key] = [os.path.expanduser(p) for p in fields[key]]
         return ContextSettings(**fields)

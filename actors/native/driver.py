@@ -48,7 +48,7 @@ from .config import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
 from .forkservice import ForkServer
 from .translate import NativeTranslator, store_dir
 
-__all__ = ["FEATURES", "HARNESS", "NATIVE_ROOT", "SESSION_ENV", "NativeDriver"]
+__all__ = ["FEATURES", "HARNESS", "NATIVE_ROOT", "SESSION_ENV", "NativeDriver", "adk_installed"]
 
 HARNESS = "native"
 FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, set_model=True)
@@ -60,6 +60,15 @@ workers and of the fork server, so that their ``python -m`` imports this very co
 
 SESSION_ENV = "CORRAL_SESSION_ID"
 """The worker's environment variable naming its session (how ``spawn`` knows whose asks)."""
+
+
+def adk_installed() -> bool:
+    """Whether google-adk is installed (its ``google.adk.runners`` module is found, without
+    importing it: ``google.adk`` loads lazily, a millisecond)."""
+    try:
+        return importlib.util.find_spec("google.adk.runners") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class NativeDriver:
@@ -125,11 +134,7 @@ class NativeDriver:
     async def detect(self, *, models: bool = False) -> Detection:
         """Whether google-adk is installed, its version, and the providers (see above)."""
         features = msgspec.structs.replace(FEATURES, providers=self.providers())
-        try:
-            found = importlib.util.find_spec("google.adk.runners") is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
+        if not adk_installed():
             return Detection(harness=HARNESS, available=False, features=features,
                              reason="google-adk is not installed (pip install google-adk)")
         try:

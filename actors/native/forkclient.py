@@ -26,9 +26,12 @@ from supervisor.proc import reaper
 from supervisor.proc.procstat import read_stat
 from supervisor.proc.spawn import Spawned
 
-__all__ = ["ForkFailed", "NoAnswer", "SOCKET_NAME", "fork_worker", "socket_address"]
+__all__ = ["ForkFailed", "NoAnswer", "RIVAL_SOCKET_NAME", "SOCKET_NAME", "fork_worker",
+           "socket_address"]
 
 SOCKET_NAME = "forkserver.sock"
+RIVAL_SOCKET_NAME = "forkserver-rival.sock"
+"""Where a normal start listens while it races a background one a spawn waits for (``forkservice``)."""
 _SUN_PATH_MAX = 107  # bytes of sun_path before its terminating NUL
 
 
@@ -40,9 +43,9 @@ class NoAnswer(ForkFailed):
     """The fork server took the request but did not answer in time (it may be stuck)."""
 
 
-def socket_address(state_dir: str | os.PathLike[str]) -> str:
-    """``<state_dir>/forkserver.sock`` if it fits in ``sun_path``, else a fresh abstract name."""
-    path = os.path.join(os.fspath(state_dir), SOCKET_NAME)
+def socket_address(state_dir: str | os.PathLike[str], name: str = SOCKET_NAME) -> str:
+    """``<state_dir>/<name>`` if it fits in ``sun_path``, else a fresh abstract name."""
+    path = os.path.join(os.fspath(state_dir), name)
     if len(os.fsencode(path)) <= _SUN_PATH_MAX:
         return path
     return f"@corral-forkserver-{secrets.token_hex(8)}"

@@ -1,4 +1,5 @@
-"""``python -m actors.native.forkserver ADDRESS``: the native fork server, a pre-imported template.
+"""``python -m actors.native.forkserver ADDRESS [--background]``: the native fork server, a
+pre-imported template.
 
 A native worker spends most of its start-up importing ADK and the model SDKs (1.5–2 s idle, far
 more under load), and its first turn importing and building more. The template does both once
@@ -14,7 +15,12 @@ Theory of operation.
   them), check that the process is still single-threaded (forking a threaded process copies
   locks held by threads that do not exist in the child), ``gc.collect(); gc.freeze()`` (the
   collector then never touches, so never copies, the template's objects in a worker), listen,
-  print the ready line.
+  print the ready line. With ``--background`` (the daemon's prewarm) the imports and the
+  warm-up run in a thread of low CPU priority (``BACKGROUND_NICE``), joined before the rest:
+  Linux nice values belong to threads, and a forked child inherits the forking thread's, so
+  the main thread, which forks every worker, keeps its own and the workers do not run at the
+  low priority. (A nice value cannot be lowered again without privilege: a daemon that needs
+  the server before it is ready starts a normal one beside it, ``forkservice``.)
 * Serve, synchronously, one connection at a time, until stdin ends (the daemon's goodbye) or a
   signal ends the process. A peer of another uid is refused (``SO_PEERCRED``; that is the only
   guard of an abstract socket).
@@ -67,7 +73,7 @@ from protocol.forkserver import (
 )
 from supervisor.proc.prctl import set_parent_death_signal
 
-__all__ = ["PRELOAD", "main"]
+__all__ = ["BACKGROUND_NICE", "PRELOAD", "main"]
 
 PRELOAD = (
     "google.adk.runners",
@@ -84,6 +90,9 @@ PRELOAD = (
 )
 """What the template imports before it forks: the worker and everything any provider needs."""
 
+BACKGROUND_NICE = 10
+"""The nice value of the thread that imports and warms up in a ``--background`` start."""
+
 _REQUEST_TIMEOUT = 10.0  # seconds a client gets to send its request
 _REPORT_TIMEOUT = 10.0  # seconds a new worker gets to report its pid
 _REPARENT_TIMEOUT = 10.0  # seconds a worker waits for the intermediate to be gone
@@ -99,18 +108,17 @@ class _Refused(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     """Import, listen, print the ready line, then serve until stdin ends."""
-    args = sys.argv[1:] if argv is None else argv
+    args = list(sys.argv[1:] if argv is None else argv)
+    background = "--background" in args
+    if background:
+        args.remove("--background")
     if len(args) != 1:
-        print("usage: python -m actors.native.forkserver ADDRESS", file=sys.stderr)
+        print("usage: python -m actors.native.forkserver ADDRESS [--background]", file=sys.stderr)
         return 2
     startup = _dispositions()
     listener, bound = _bind(args[0])  # first: a bad address fails before seconds of imports
     try:
-        for name in PRELOAD:
-            importlib.import_module(name)
-        from actors.native.warmup import warm_up
-
-        warmed = warm_up()
+        warmed = _prepare(BACKGROUND_NICE if background else 0)
         threads = _threads_left(time.monotonic() + _THREADS_WAIT)
         if threading.active_count() != 1 or threads != 1:
             print(f"fork server: the imports started threads ({threads}); forking is unsafe",
@@ -127,6 +135,40 @@ def main(argv: list[str] | None = None) -> int:
         listener.close()
         _unlink(args[0], bound)
     return 0
+
+
+def _prepare(nice: int) -> list[str]:
+    """Import ``PRELOAD`` and warm up; the provider kinds whose turn went well. With ``nice``,
+    in a thread of that nice value (see the module docstring)."""
+    if not nice:
+        return _import_and_warm_up()
+    done: list[list[str]] = []
+    failed: list[BaseException] = []
+
+    def low() -> None:
+        try:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+            except OSError as exc:  # a policy that forbids it: warm up anyway
+                print(f"fork server: cannot lower the warm-up's priority: {exc}", file=sys.stderr)
+            done.append(_import_and_warm_up())
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=low, name="corral-fork-server-warm-up")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+def _import_and_warm_up() -> list[str]:
+    for name in PRELOAD:
+        importlib.import_module(name)
+    from actors.native.warmup import warm_up
+
+    return warm_up()
 
 
 def _threads_left(deadline: float) -> int:

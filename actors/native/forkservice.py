@@ -2,7 +2,13 @@
 spawner that asks it for workers, falling back to a plain exec whenever it cannot.
 
 ``ForkServer.run`` is a permanent child's start function (under its own supervisor,
-``supervisor_spec``). It is ready at once and does nothing until the first native spawn; then it
+``supervisor_spec``). It is ready at once and does nothing until the first native spawn, or,
+with ``prewarm`` (seconds), until that many seconds have passed without one: then it starts the
+server in the background (``--background``: the template imports and warms up at a low CPU
+priority, so it never slows the daemon's start or a first request; the first native session
+then finds it serving. One that comes while it warms up starts a normal one beside it: on
+a busy machine the low-priority template may be far behind, on an idle one it is ahead; the
+first of the two to be ready serves, the other is closed). Either way it
 runs ``python -m actors.native.forkserver ADDRESS`` through ``open_child`` (kind
 ``native-forkserver``: in the ledger, in ``daemon.status``, closed with the daemon), waits for
 its ready line, serves until the process ends and raises ``ChildExited``, so the supervisor
@@ -39,7 +45,14 @@ from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
 from supervisor.proc.spawn import Spawned, spawn
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, SupervisorSpec, supervisor_child
 
-from .forkclient import ForkFailed, NoAnswer, fork_worker, socket_address
+from .forkclient import (
+    RIVAL_SOCKET_NAME,
+    SOCKET_NAME,
+    ForkFailed,
+    NoAnswer,
+    fork_worker,
+    socket_address,
+)
 
 __all__ = ["KIND", "SUPERVISOR", "ForkServer", "ForkServerStats"]
 
@@ -63,12 +76,14 @@ State = Literal["idle", "starting", "serving", "down"]
 
 class ForkServerStats(msgspec.Struct, kw_only=True, frozen=True):
     """``state``: ``idle`` (no demand yet), ``starting``, ``serving``, ``down`` (between runs);
-    ``pid`` of the serving process; ``forks`` and ``fallbacks`` (plain execs) since boot."""
+    ``pid`` of the serving process; ``forks`` and ``fallbacks`` (plain execs) since boot;
+    ``rivals``: normal starts raced against a background one a spawn waited for."""
 
     state: State
     pid: int | None
     forks: int
     fallbacks: int
+    rivals: int = 0
 
 
 class _Run:
@@ -80,6 +95,8 @@ class _Run:
         self.child: ProcessChild | None = None
         self.served = False
         self.settled = trio.Event()  # serving, or over
+        self.background = False  # started by the prewarm, at low priority
+        self.contenders: list[trio.CancelScope] = []  # the processes starting for this run
 
 
 class ForkServer:
@@ -87,8 +104,11 @@ class ForkServer:
 
     def __init__(self, state_dir: str | os.PathLike[str], ledger: Ledger | None, *, cwd: str,
                  start_timeout: float = 120.0, wait_timeout: float = 90.0,
-                 answer_timeout: float = 10.0, shutdown: float = 5.0) -> None:
-        """``start_timeout`` bounds the template's import and warm-up (it is killed after it),
+                 answer_timeout: float = 10.0, shutdown: float = 5.0,
+                 prewarm: float | None = None) -> None:
+        """``prewarm``: start the server in the background this many seconds after the first
+        run starts, if no spawn asked for it before (``None``: only on demand; tried once).
+        ``start_timeout`` bounds the template's import and warm-up (it is killed after it),
         ``wait_timeout`` how long a spawn waits for a starting template before it execs (long:
         on a loaded machine an exec'd worker racing the template only slows both down),
         ``answer_timeout`` one fork request; ``shutdown`` is the template's close time."""
@@ -99,10 +119,12 @@ class ForkServer:
         self._wait_timeout = wait_timeout
         self._answer_timeout = answer_timeout
         self._shutdown = shutdown
+        self._prewarm = prewarm
         self._wanted = trio.Event()
         self._run: _Run | None = None
         self.forks = 0
         self.fallbacks = 0
+        self.rivals = 0
 
     def child_spec(self, id: str = "native") -> ChildSpec:
         """The fork server under its own supervisor, for the root's children."""
@@ -117,7 +139,7 @@ class ForkServer:
         self._run = run
         task_status.started()
         try:
-            await self._wanted.wait()
+            run.background = await self._until_wanted()
             run.state = "starting"
             await self._serve(run)
         finally:
@@ -126,6 +148,11 @@ class ForkServer:
             self._run = None
             if not run.served:  # a failed start: try again on the next spawn, not in a loop
                 self._wanted = trio.Event()
+
+    @property
+    def warming(self) -> bool:
+        """Whether the server is starting (a native spawn now waits for its warm-up)."""
+        return self._run is not None and self._run.state == "starting"
 
     async def spawn(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
@@ -144,10 +171,10 @@ class ForkServer:
         run = self._run
         if run is None:
             return ForkServerStats(state="down", pid=None, forks=self.forks,
-                                   fallbacks=self.fallbacks)
+                                   fallbacks=self.fallbacks, rivals=self.rivals)
         pid = run.child.pid if run.child is not None and run.state == "serving" else None
         return ForkServerStats(state=run.state, pid=pid, forks=self.forks,
-                               fallbacks=self.fallbacks)
+                               fallbacks=self.fallbacks, rivals=self.rivals)
 
     async def _fork(self, cwd: str, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
@@ -170,23 +197,73 @@ class ForkServer:
             run.child.kill_group()
             raise
 
+    async def _until_wanted(self) -> bool:
+        """Wait for the first spawn, or for the ``prewarm`` delay (once per daemon: a
+        restarted run waits for demand as before); whether the start is a background one."""
+        delay, self._prewarm = self._prewarm, None
+        if delay is None or self._wanted.is_set():
+            await self._wanted.wait()
+            return False
+        with trio.move_on_after(delay):
+            await self._wanted.wait()
+        return not self._wanted.is_set()
+
     async def _serve(self, run: _Run) -> None:
-        """Run the process until it ends, then raise ``ChildExited``."""
-        address = socket_address(self._state_dir)
-        spec = ProcessSpec(key=KIND, kind=KIND, argv=[sys.executable, "-m", MODULE, address],
-                           cwd=self._cwd, shutdown=self._shutdown, framing="ndjson")
-        async with open_child(spec, ledger=self._ledger) as child:
-            run.child = child
-            ready = await self._ready(child, address)
-            run.address, run.state, run.served = address, "serving", True
-            run.settled.set()
-            log.info("native fork server (pid %d) serves on %s (warmed up: %s)", child.pid,
-                     address, ", ".join(ready.warmed) or "nothing")
-            status = await child.wait()
-        tail = " | ".join(child.stderr_tail()[-5:])
-        raise ChildExited(f"the native fork server (pid {child.pid}) ended: {status.reason} "
-                          f"(exit {status.exit_code}, signal {status.signal}); stderr: {tail}",
-                          data={"pid": child.pid})
+        """Run the process until it ends, then raise ``ChildExited``.
+
+        A background start that a spawn waits for races a normal one (a thread's nice value
+        cannot be lowered, and on a busy machine the low-priority template may be far from
+        ready, while on an idle one it is ahead): the first of the two to be ready serves, the
+        other is closed."""
+        ended: list[ChildExited] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._contend, run, SOCKET_NAME, run.background, ended,
+                               nursery.cancel_scope)
+            if run.background:
+                await self._wanted.wait()  # a spawn waits for it
+                if run.state == "starting":
+                    self.rivals += 1
+                    nursery.start_soon(self._contend, run, RIVAL_SOCKET_NAME, False, ended,
+                                       nursery.cancel_scope)
+                await trio.sleep_forever()  # until the contenders are done (they cancel this)
+        # Every contender says how it ended before it cancels the nursery; the last one (the
+        # server that served, or the last that failed to start) is this run's end.
+        raise ended[-1]
+
+    async def _contend(self, run: _Run, name: str, background: bool, ended: list[ChildExited],
+                       done: trio.CancelScope) -> None:
+        """Start one process for ``run``; if it is ready first, it serves until it ends (the
+        other contender is cancelled, which closes its process). How it ended goes to
+        ``ended``; the last contender out cancels ``done``."""
+        address = socket_address(self._state_dir, name)
+        argv = [sys.executable, "-m", MODULE, address, *(["--background"] if background else [])]
+        spec = ProcessSpec(key=KIND, kind=KIND, argv=argv, cwd=self._cwd,
+                           shutdown=self._shutdown, framing="ndjson")
+        with trio.CancelScope() as mine:
+            run.contenders.append(mine)
+            try:
+                async with open_child(spec, ledger=self._ledger) as child:
+                    ready = await self._ready(child, address)
+                    for other in run.contenders:
+                        if other is not mine:
+                            other.cancel()
+                    run.child, run.address, run.state, run.served = child, address, "serving", True
+                    run.settled.set()
+                    log.info("native fork server (pid %d) serves on %s (warmed up: %s%s)",
+                             child.pid, address, ", ".join(ready.warmed) or "nothing",
+                             "; started in the background" if background else "")
+                    status = await child.wait()
+                tail = " | ".join(child.stderr_tail()[-5:])
+                ended.append(ChildExited(
+                    f"the native fork server (pid {child.pid}) ended: {status.reason} (exit "
+                    f"{status.exit_code}, signal {status.signal}); stderr: {tail}",
+                    data={"pid": child.pid}))
+            except ChildExited as exc:
+                ended.append(exc)
+            finally:
+                run.contenders.remove(mine)
+                if not run.contenders:
+                    done.cancel()
 
     async def _ready(self, child: ProcessChild, address: str) -> ForkServerReady:
         frame: bytes | None = None
@@ -205,4 +282,3 @@ class ForkServer:
                               f"within {self._start_timeout:g} s; stderr: {tail}",
                               data={"pid": child.pid})
         return ready
-

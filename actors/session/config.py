@@ -16,7 +16,7 @@ from msgspec import Meta, Struct
 from actors.session.eventlog import Durability
 from supervisor.proc.config import ChildrenConfig
 
-__all__ = ["HarnessConfig", "SessionSettings", "SessionsConfig", "harness_defaults"]
+__all__ = ["HarnessConfig", "HarnessesConfig", "SessionSettings", "SessionsConfig", "harness_defaults"]
 
 _Count = Annotated[int, Meta(ge=0)]
 _Capacity = Annotated[int, Meta(ge=1)]
@@ -52,6 +52,14 @@ class HarnessConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     extra_args: list[str] = []
     home: str | None = None  # None: the user's own home
     env: dict[str, str] = {}
+
+
+class HarnessesConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Section ``[harnesses]``: the detection of every harness (``corral harnesses``)."""
+
+    prewarm: bool = True
+    """Detect every harness in the background a few seconds after the daemon is ready (its
+    probes at low CPU priority), so the first ``harness.list`` answers from the cache."""
 
 
 class _ShutdownBound(Protocol):

@@ -20,6 +20,9 @@ the login state). What is the same for all of them lives here:
   the cached verdict, its models filled in from a live session when the CLI listed none
   (an ACP agent that needs a login to open a session outside one, an OpenCode whose
   ``opencode models`` failed); ``binary`` is the path the last verdict found (launches default to it).
+* ``prewarm``: a temporary child of the daemon that, a few seconds after it is ready, detects
+  every harness once with its probes at low CPU priority (``probe.in_background``), so the
+  first ``harness.list`` answers from the cache instead of probing every CLI (~7 s).
 """
 
 from __future__ import annotations
@@ -35,10 +38,10 @@ import trio
 from protocol.models import Detection
 from supervisor.proc.spec import child_env
 
-from .probe import ProbeFailed, parse_version, probe_version
+from .probe import ProbeFailed, in_background, parse_version, probe_version
 
 __all__ = ["DEFAULT_TTL", "CacheKey", "DetectionCache", "Detector", "Probe", "cache_key", "find_binary",
-           "judge_version", "probe_cli", "with_models"]
+           "judge_version", "prewarm", "probe_cli", "with_models"]
 
 DEFAULT_TTL = 300.0
 """Seconds a verdict is reused: a probe spawns processes, and installs and logins are rare."""
@@ -48,6 +51,17 @@ CacheKey = tuple[str, str | None, str]
 
 Probe = Callable[[str | None, Mapping[str, str]], Awaitable[Detection]]
 """A vendor's uncached detection: ``probe(binary, env)``; never raises for a missing binary."""
+
+
+async def prewarm(detect: Callable[[], Awaitable[object]], delay: float, *,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """A temporary child's start function: ready at once; ``delay`` seconds later, ``detect()``
+    (every harness, into the daemon's cache) with its probes in the background; then it ends.
+    Cancellation (the daemon stops) kills the probes and caches nothing of theirs."""
+    task_status.started()
+    await trio.sleep(delay)
+    with in_background():
+        await detect()
 
 
 def cache_key(harness: str, binary: str | None, env: Mapping[str, str], keys: Iterable[str]) -> CacheKey:

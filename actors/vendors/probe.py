@@ -19,15 +19,22 @@ carries a reason a user can act on (``pi --version did not answer within 30s``),
   variables masked).
 * ``probe_version(path, env, timeout)``: ``PATH --version``'s first line holding ``x.y.z``.
 * ``package_version(binary, package)``: the ``version`` of the npm package that ships a binary.
+
+``in_background()`` marks the probes its block starts (in this task and the tasks it starts)
+as background work: they run under ``nice -n BACKGROUND_NICE`` (the daemon's detection prewarm),
+so they never slow the daemon's start or a first request.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 import json
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping
+import shutil
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -37,13 +44,19 @@ import trio
 from protocol.errors import ChildExited, CorralError
 from supervisor.proc import ProcessChild, ProcessSpec, open_child
 
-__all__ = ["OUTPUT_LIMIT", "ProbeFailed", "Ran", "Write", "ask_probe", "package_version",
-           "parse_version", "probe_version", "run_probe"]
+__all__ = ["BACKGROUND_NICE", "OUTPUT_LIMIT", "ProbeFailed", "Ran", "Write", "ask_probe",
+           "in_background", "package_version", "parse_version", "probe_version", "run_probe"]
 
 OUTPUT_LIMIT = 4 << 20
 """The most stdout a probe keeps (bytes); more is a failed probe, not a memory blow-up."""
 
+BACKGROUND_NICE = 10
+"""The nice value of a probe started in ``in_background()``."""
+
 T = TypeVar("T")
+
+_BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("corral_probe_background",
+                                                                    default=False)
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
@@ -152,6 +165,16 @@ async def probe_version(path: str, env: Mapping[str, str], *, timeout: float) ->
     return ProbeFailed(reason=f"cannot read a version from {path} --version: {first[0] if first else ''!r}")
 
 
+@contextlib.contextmanager
+def in_background() -> Iterator[None]:
+    """Run the probes started in this block at low CPU priority (see the module docstring)."""
+    token = _BACKGROUND.set(True)
+    try:
+        yield
+    finally:
+        _BACKGROUND.reset(token)
+
+
 def parse_version(text: str) -> tuple[int, int, int] | None:
     """The first ``x.y.z`` in ``text`` as a comparable tuple (``"codex-cli 0.171.0"`` → ``(0, 171, 0)``)."""
     match = _VERSION.search(text)
@@ -186,7 +209,11 @@ async def _supervised(argv: list[str], env: Mapping[str, str], timeout: float,
     overrides.update(env)
     # Its stderr is logged and may be quoted in a reason: the values of key-like variables are masked.
     secrets = frozenset(value for key, value in env.items() if _SECRET_NAME.search(key))
-    spec = ProcessSpec(key=f"probe:{os.path.basename(argv[0])}", kind="probe", argv=argv,
+    key = f"probe:{os.path.basename(argv[0])}"
+    nice = _nice() if _BACKGROUND.get() else None
+    if nice is not None:  # nice execs the program: the pid, the group and the kill stay the same
+        argv = [nice, "-n", str(BACKGROUND_NICE), *argv]
+    spec = ProcessSpec(key=key, kind="probe", argv=argv,
                        cwd=cwd, env=overrides, shutdown=0, framing=framing, frame_limit=OUTPUT_LIMIT,
                        death_signal="SIGKILL", secrets=secrets)
     with trio.move_on_after(timeout):
@@ -196,6 +223,12 @@ async def _supervised(argv: list[str], env: Mapping[str, str], timeout: float,
         except CorralError as exc:  # launch failed, or a line longer than the limit
             return ProbeFailed(reason=f"{name}: {exc.message}")
     return ProbeFailed(reason=f"{name} did not answer within {timeout:g}s", timed_out=True)
+
+
+@functools.cache
+def _nice() -> str | None:
+    """coreutils' ``nice``, if the daemon's ``PATH`` has it (else background probes run as any)."""
+    return shutil.which("nice")
 
 
 def _said(child: ProcessChild) -> str:

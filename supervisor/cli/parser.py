@@ -85,8 +85,9 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
                                                       "(default: corral/<name or id>)")
     command("ls", sessions.ls, "List sessions.").add_argument("--json", action="store_true",
                                                       help="print JSON")
-    command("harnesses", services.harnesses, "List harnesses and whether they are available.").add_argument(
-        "--models", action="store_true", help="add the models each harness offers")
+    sub = command("harnesses", services.harnesses, "List harnesses and whether they are available.")
+    sub.add_argument("--models", action="store_true", help="add the models each harness offers")
+    sub.add_argument("--json", action="store_true", help="print JSON (harness.list's detections)")
     sub = command("lsp", services.lsp, "Language servers: `corral lsp ls` lists them.")
     sub.add_argument("what", choices=("ls",), help="ls: one row per (workspace root, server)")
     sub.add_argument("--json", action="store_true", help="print JSON")

@@ -197,19 +197,33 @@ def describe(event: Event, *, color: bool = False) -> str:
 
 
 def harness_rows(found: list[Detection], *, models: bool = False) -> list[list[str]]:
-    """The table of ``corral harnesses``: the path of an available harness, else why not (an
-    available one whose models could not be listed shows that reason after its path);
-    ``models`` adds the models each harness offers."""
-    rows = [["HARNESS", "AVAILABLE", "VERSION", "PATH / REASON", *(["MODELS"] if models else [])]]
+    """The table of ``corral harnesses``: whether each CLI is logged in (where its detection
+    knows) or, for a harness of model providers (native), which providers' key variables are
+    set; the path of an available harness, else why not (an available one whose models could
+    not be listed shows that reason after its path); ``models`` adds the models each offers."""
+    rows = [["HARNESS", "AVAILABLE", "VERSION", "LOGIN / KEYS", "PATH / REASON",
+             *(["MODELS"] if models else [])]]
     for one in found:
         where = one.path or "-"
         if not one.available:
             where = one.reason or where
         elif one.reason:
             where = f"{where} ({one.reason})"
-        rows.append([one.harness, "yes" if one.available else "no", one.version or "-", where,
+        rows.append([one.harness, "yes" if one.available else "no", one.version or "-",
+                     _login(one), where,
                      *([", ".join(one.features.models) or "-"] if models else [])])
     return rows
+
+
+def _login(found: Detection) -> str:
+    """``logged in``/``logged out``/``-`` (unknown, or no CLI found to be logged in to); for
+    providers, those whose key variable is set."""
+    providers = found.features.providers
+    if not providers:
+        known = {"logged_in": "logged in", "logged_out": "logged out"}.get(found.login, "-")
+        return known if found.path else "-"
+    keyed = [p.name for p in providers if p.api_key_env and p.has_key]
+    return f"keys: {', '.join(keyed)}" if keyed else "no key set"
 
 
 def compaction_line(event: Compaction) -> str:

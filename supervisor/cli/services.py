@@ -7,14 +7,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import trio
 
 from protocol.errors import ProtocolError
 from protocol.messages import LspList, LspListResult
-from protocol.models import McpServerInfo
+from protocol.models import Detection, McpServerInfo
 from protocol.schema import client_protocol_schema
 
 from supervisor.cli.render import harness_rows
@@ -26,14 +25,18 @@ __all__ = ["harnesses", "lsp", "mcp", "protocol"]
 
 
 def harnesses(args: argparse.Namespace) -> None:
-    async def fetch() -> list[Any]:
+    async def fetch() -> list[Detection]:
         async with open_client(_state(args)) as client:
             if args.models:
                 print("asking each CLI for its models (an ACP agent opens a throwaway session: "
                       "up to 20 s)…", file=sys.stderr)
             return await client.harnesses(models=args.models)
 
-    table(harness_rows(trio.run(fetch), models=args.models))
+    found = trio.run(fetch)
+    if args.json:  # harness.list's own shape: login, and each provider's key variable and has_key
+        print(msgspec.json.encode(found).decode())
+    else:
+        table(harness_rows(found, models=args.models))
 
 
 def lsp(args: argparse.Namespace) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import trio
 
-from protocol.errors import SessionClosed
+from protocol.errors import CorralError, ProtocolError, SessionClosed
 from protocol.events import Compaction, Decision, Error, Event
 from protocol.messages import SessionCreate, SessionResult
 from protocol.models import Permissions, SessionInfo, WorkspaceSpec
@@ -30,8 +30,7 @@ from supervisor.cli.attach import follow_frames
 from supervisor.cli.render import Renderer, compaction_line
 from supervisor.cli.tables import session_rows, table
 from supervisor.cli.usage import usage_error
-from supervisor.cli.workspaces import ask
-from supervisor.client import open_client
+from supervisor.client import Client, open_client
 from supervisor.client.subscription import RawEventFrame
 from supervisor.statedir import resolve_state_dir
 
@@ -58,10 +57,50 @@ def new(args: argparse.Namespace) -> None:
         id=0, harness=args.harness, cwd=str(Path(args.cwd or os.getcwd()).absolute()), name=args.name,
         model=args.model, prompt=args.prompt, permissions=permissions, env=dict(args.env) or None,
         options=options or None, workspace=workspace)
-    created = ask(_state(args), request, SessionResult)
+    created = _create(_state(args), request)
     print(created.session.id, flush=True)
     for warning in created.warnings:  # created all the same, but likely to fail
         print(f"corral: warning: {warning.message}", file=sys.stderr, flush=True)
+
+
+WARMING_NOTICE_AFTER = 1.0
+"""Seconds ``new`` waits for ``session.create`` before it asks whether the harness warms up."""
+
+
+def _create(state_dir: Path, request: SessionCreate) -> SessionResult:
+    """``session.create``; while it waits for its harness to warm up (``daemon.status``
+    ``warming``: the native fork server's first start), one line on stderr says so."""
+    async def run() -> object:
+        async with open_client(state_dir) as client, trio.open_nursery() as nursery:
+            nursery.start_soon(_tell_if_warming, client, request.harness)
+            try:
+                return await client.request(request)
+            except CorralError as exc:  # raised outside the nursery: one error, not a group
+                return exc
+            finally:
+                nursery.cancel_scope.cancel()
+
+    result = trio.run(run)
+    if isinstance(result, CorralError):
+        raise result
+    if not isinstance(result, SessionResult):
+        raise ProtocolError(f"session.create answered a {type(result).__name__}")
+    return result
+
+
+async def _tell_if_warming(client: Client, harness: str) -> None:
+    """After ``WARMING_NOTICE_AFTER`` s, and each second after it, ask whether ``harness`` warms
+    up; say so once on stderr if it does. Cancelled when the create answers."""
+    while True:
+        await trio.sleep(WARMING_NOTICE_AFTER)
+        try:
+            warming = (await client.status()).warming
+        except CorralError:  # the create's own answer says what went wrong
+            return
+        if harness in warming:
+            print(f"corral: warming up the {harness} agent (first session after start) …",
+                  file=sys.stderr, flush=True)
+            return
 
 
 def ls(args: argparse.Namespace) -> None:

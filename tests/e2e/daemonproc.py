@@ -22,6 +22,8 @@ import psutil
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url, wrap_client_stream
 
+from tests.daemonconfig import without_prewarm
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -53,12 +55,16 @@ class DaemonProc:
 
 
 async def start_daemon(state_dir: Path, *extra: str, config: str | None = None,
-                       timeout: float = 30, source: Path | None = None) -> DaemonProc:
+                       timeout: float = 30, source: Path | None = None,
+                       prewarm: bool = False) -> DaemonProc:
     """Start ``corral daemon`` on ``state_dir`` (ephemeral port); return once ``daemon.json`` exists.
 
     ``source`` runs the daemon from another source tree (a benchmark's baseline) instead of this one.
+    The background warm-ups are off (``tests.daemonconfig``) unless ``prewarm``.
     """
     state_dir.mkdir(parents=True, exist_ok=True)
+    if not prewarm:
+        config = without_prewarm(state_dir.parent / f"{state_dir.name}-config", config)
     (state_dir / "daemon.json").unlink(missing_ok=True)
     argv = [sys.executable, "-m", "actors.app", "daemon", "--state-dir", str(state_dir),
             "--port", "0", *extra]

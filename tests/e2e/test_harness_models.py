@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests.daemonconfig import without_prewarm
 from tests.fakes import opencode_offline, pi_offline
 from tests.fakes.acp_offline import offline
 
@@ -87,16 +88,18 @@ async def test_corral_harnesses_models_lists_what_each_cli_offers(short_dir: Pat
         # probes opencode and opencode-acp together) may fail with "database is locked".
         await trio.run_process([str(short_dir / "bin" / "opencode"), "models"], env=_env(env),
                                capture_stdout=True, capture_stderr=True)
-        await corral("start", "--state-dir", state, "--port", "0", env=env)
+        await corral("start", "--state-dir", state, "--port", "0", "--config",
+                     without_prewarm(short_dir / "config"), env=env)
         try:
             table = await corral("harnesses", "--models", "--state-dir", state, env=env)
         finally:
             await corral("stop", "--state-dir", state, env=env)
     rows = {cells[0]: cells for cells in (re.split(r"\s{2,}", line) for line in table.splitlines())}
-    assert rows["HARNESS"] == ["HARNESS", "AVAILABLE", "VERSION", "PATH / REASON", "MODELS"]
+    assert rows["HARNESS"] == ["HARNESS", "AVAILABLE", "VERSION", "LOGIN / KEYS", "PATH / REASON",
+                               "MODELS"]
     for name in ("opencode", "opencode-acp", "pi"):
         assert rows[name][1] == "yes", rows[name]
-        listed = rows[name][4].split(", ")
+        listed = rows[name][5].split(", ")
         assert set(FAKE) <= set(listed), rows[name]
-    assert rows["gemini"][1] == "yes" and "gemini-2.5-pro" in rows["gemini"][4].split(", ")
-    assert rows["claude"][1:] == ["no", "-", "claude not found", "-"]
+    assert rows["gemini"][1] == "yes" and "gemini-2.5-pro" in rows["gemini"][5].split(", ")
+    assert rows["claude"][1:] == ["no", "-", "-", "claude not found", "-"]

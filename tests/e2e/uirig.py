@@ -27,6 +27,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.daemonconfig import without_prewarm
+
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -71,7 +73,8 @@ class Daemon:
         with open(self.state / "test-daemon.out", "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "actors.app", "daemon", "--state-dir", str(self.state),
-                 "--port", str(self.port)], stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+                 "--port", str(self.port), "--config",
+                 without_prewarm(self.state.parent / f"{self.state.name}-config")], stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
                 env={**os.environ, "PYTHONPATH": str(REPO)})
         wait_for(lambda: self._ready(), what="daemon.json")
 

@@ -27,3 +27,13 @@ def test_daemon_status_reports_supervisors_as_an_optional_addition() -> None:
     assert "supervisors" in status["properties"] and "supervisors" not in status["required"]
     old = b'{"version": "0.1.0", "pid": 1, "uptime_s": 1.5, "sessions": 0, "clients": 1, "children": []}'
     assert msgspec.json.decode(old, type=messages.DaemonStatusResult).supervisors == []
+
+
+def test_daemon_status_reports_warming_as_an_optional_addition() -> None:
+    status = client_protocol_schema()["$defs"]["DaemonStatusResult"]
+    assert "warming" in status["properties"] and "warming" not in status.get("required", [])
+    old = b'{"version": "0.1.0", "pid": 1, "uptime_s": 1.5, "sessions": 0, "clients": 1, "children": []}'
+    assert msgspec.json.decode(old, type=messages.DaemonStatusResult).warming == []
+    warm = messages.DaemonStatusResult(version="0.1.0", pid=1, uptime_s=1.5, sessions=0,
+                                       clients=1, children=[], warming=["native"])
+    assert msgspec.json.decode(msgspec.json.encode(warm))["warming"] == ["native"]

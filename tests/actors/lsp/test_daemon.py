@@ -20,6 +20,7 @@ from protocol.messages import LspList, LspListResult
 from supervisor.client import open_client
 from supervisor.ledger.store import Ledger
 from tests.actors.lsp.rig import FAKE
+from tests.daemonconfig import without_prewarm
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -66,7 +67,8 @@ enabled = false
     if wants_pyright:
         files.append("b.py=print(nope)\n")
     # as a module, so tests/fakes (which has an http.py) does not shadow the standard library
-    argv = [sys.executable, "-m", "tests.fakes.lsp_daemon", str(state), str(config), str(work), *files]
+    quiet = without_prewarm(short_dir / "quiet", config)
+    argv = [sys.executable, "-m", "tests.fakes.lsp_daemon", str(state), quiet, str(work), *files]
     with trio.fail_after(LIMIT):
         async with trio.open_nursery() as nursery:
             daemon = await nursery.start(partial(trio.run_process, argv, stdout=subprocess.PIPE,

@@ -10,9 +10,11 @@ from actors.vendors.detection import (
     Detector,
     cache_key,
     judge_version,
+    prewarm,
     probe_cli,
     with_models,
 )
+from actors.vendors import probe as probe_module
 from actors.vendors.probe import ProbeFailed
 from protocol.models import Detection, Features
 
@@ -182,3 +184,28 @@ async def test_an_unusable_cli_does_not_wait_for_its_models(autojump_clock: trio
     assert trio.current_time() == 1.0 and cancelled == [True]
     missing = await probe_cli(base, None, {}, name="xx", version_timeout=9, version=version, models=models)
     assert (missing.available, missing.reason, trio.current_time()) == (False, "xx not found", 1.0)
+
+
+async def test_prewarm_detects_once_after_its_delay_with_its_probes_in_the_background(
+        autojump_clock: trio.testing.MockClock) -> None:
+    background: list[bool] = []
+
+    class Recording(CountingProbe):
+        async def __call__(self, binary: str | None, env: object) -> Detection:
+            background.append(probe_module._BACKGROUND.get())
+            return await super().__call__(binary, env)
+
+    probe = Recording(delay=1.0)
+    detector = Detector("x", probe, env={"PATH": "/bin"}, cache=DetectionCache(ttl=300.0))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(prewarm, detector.detect, 3.0)
+        await trio.sleep(2.9)
+        assert probe.calls == []
+    assert trio.current_time() == 4.0  # probed at 3 s, for 1 s; then the child ended
+    assert background == [True]
+    await trio.sleep(10)  # a client's first harness.list, 14 s after the start, probes nothing
+    assert (await detector.detect()).version == "1" and len(probe.calls) == 1
+    assert trio.current_time() == 14.0
+    await trio.sleep(300)  # stale: a client's own probe is not a background one
+    await detector.detect()
+    assert background == [True, False]

@@ -12,7 +12,16 @@ from pathlib import Path
 import psutil
 import trio
 
-from actors.vendors.probe import OUTPUT_LIMIT, ProbeFailed, Ran, ask_probe, probe_version, run_probe
+from actors.vendors.probe import (
+    BACKGROUND_NICE,
+    OUTPUT_LIMIT,
+    ProbeFailed,
+    Ran,
+    ask_probe,
+    in_background,
+    probe_version,
+    run_probe,
+)
 
 HANGS = """#!{python}
 import os, subprocess, sys, time
@@ -135,3 +144,15 @@ async def test_a_question_probe_returns_the_first_answer_or_why_not(tmp_path: Pa
         quiet = script(tmp_path, "print('bye')", "quiet")
         gone = await ask_probe([quiet], env, b'{"n": 1}\n', answer, timeout=30, label="quiet")
         assert gone == ProbeFailed(reason="quiet exited (status 0) without answering")
+
+
+async def test_probes_in_background_run_under_nice() -> None:
+    tell = [sys.executable, "-c", "import os; print(os.getpriority(os.PRIO_PROCESS, 0))"]
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    with trio.fail_after(60):
+        plain = await run_probe(tell, os.environ, timeout=60)
+        with in_background():
+            low = await run_probe(tell, os.environ, timeout=60, merge_stderr=True)
+        after = await run_probe(tell, os.environ, timeout=60)
+    assert isinstance(plain, Ran) and isinstance(low, Ran) and isinstance(after, Ran)
+    assert [int(r.stdout) for r in (plain, low, after)] == [own, min(19, own + BACKGROUND_NICE), own]

@@ -23,6 +23,7 @@ import trio
 from protocol.events import Permission, PermissionDecided, Result, Tool
 from protocol.schema import client_protocol_schema
 from supervisor.client import open_client
+from tests.daemonconfig import without_prewarm
 
 REPO = Path(__file__).resolve().parents[3]
 LIMIT = 180  # generous: each command is a fresh Python process, slow on a loaded machine
@@ -50,6 +51,10 @@ def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 async def corral(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ran:
+    """``corral ARGS``; a daemon it starts without ``--config`` has the background warm-ups off."""
+    if args[0] in ("start", "daemon") and "--config" not in args and "--state-dir" in args:
+        state = Path(args[args.index("--state-dir") + 1])
+        args = (*args, "--config", without_prewarm(state.parent / f"{state.name}-config"))
     done = await trio.run_process([sys.executable, "-m", "actors.app", *args], check=False,
                                   capture_stdout=True, capture_stderr=True, env=_env(env),
                                   cwd=str(cwd or REPO))
@@ -329,3 +334,48 @@ async def _read_until(stream: trio.abc.ReceiveStream, needle: str, count: int = 
             raise AssertionError(f"stream ended before {needle!r}: {data.decode()!r}")
         data += chunk
     return data.decode()
+
+
+async def test_harnesses_json_and_new_says_when_it_waits_for_the_native_warm_up(
+        short_dir: Path) -> None:
+    root = short_dir / "state"
+    config = short_dir / "providers.toml"
+    config.write_text('[providers.local]\nkind = "openai-chat"\napi_key_env = "LOCAL_KEY"\n')
+    secret = "sk-cli-secret-4242"
+    env = {"OPENAI_API_KEY": secret, "GEMINI_API_KEY": "", "LOCAL_KEY": ""}
+    with trio.fail_after(LIMIT):
+        started = await corral("start", "--state-dir", str(root), "--port", "0", "--config",
+                               without_prewarm(short_dir / "config", config), env=env)
+        assert started.code == 0, started.err
+        try:
+            listed = await corral("harnesses", "--json", "--state-dir", str(root))
+            assert listed.code == 0, listed.err
+            assert secret not in listed.out
+            found = {d["harness"]: d for d in json.loads(listed.out)}
+            assert {"native", "fake", "claude"} <= set(found)
+            assert all(d.get("login", "unknown") in ("logged_in", "logged_out", "unknown")
+                       for d in found.values())
+            providers = {p["name"]: p for p in found["native"]["features"]["providers"]}
+            assert list(providers) == ["openai", "openai-chat", "anthropic", "gemini", "local"]
+            assert providers["openai"]["api_key_env"] == "OPENAI_API_KEY"
+            assert providers["openai"]["has_key"] is True
+            assert providers["gemini"].get("has_key", False) is False
+            assert providers["local"]["api_key_env"] == "LOCAL_KEY"
+            assert providers["local"].get("has_key", False) is False
+            table = await corral("harnesses", "--state-dir", str(root))
+            assert "LOGIN / KEYS" in table.out and "keys: openai, openai-chat" in table.out
+
+            new = ["new", "--harness", "native", "--model", "openai/fake-model", "--option",
+                   "base_url=http://127.0.0.1:9/v1", "--state-dir", str(root)]
+            first = await corral(*new, cwd=short_dir)
+            assert first.code == 0, first.err
+            assert first.err.splitlines() == [
+                "corral: warming up the native agent (first session after start) …"]
+            second = await corral(*new, cwd=short_dir)  # the fork server serves now
+            assert second.code == 0 and second.err == "", second.err
+            for made in (first, second):
+                closed = await corral("close", made.out.split()[0], "--state-dir", str(root))
+                assert closed.code == 0, closed.err
+        finally:
+            stopped = await corral("stop", "--state-dir", str(root))
+        assert stopped.code == 0, stopped.err

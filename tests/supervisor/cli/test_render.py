@@ -19,7 +19,7 @@ from protocol.events import (
     Usage,
     User,
 )
-from protocol.models import Detection, Features
+from protocol.models import Detection, Features, ProviderInfo
 from supervisor.cli.render import Renderer, describe, harness_rows, short
 
 
@@ -128,22 +128,34 @@ def test_short_cuts_and_flattens() -> None:
 def test_harness_rows_say_why_a_harness_is_unavailable_and_list_models() -> None:
     found = [
         Detection(harness="claude", available=True, version="2.1.197 (Claude Code)", path="/bin/claude",
-                  features=Features(models=["sonnet", "haiku"])),
+                  features=Features(models=["sonnet", "haiku"]), login="logged_in"),
         Detection(harness="pi", available=False, path="/bin/pi",
                   reason="/bin/pi --version did not answer within 30s"),
         Detection(harness="codex", available=True, version="codex-cli 0.171.0", path="/bin/codex",
-                  reason="models not listed: codex debug models exited with 1"),
-        Detection(harness="grok", available=False, reason="grok not found"),
+                  reason="models not listed: codex debug models exited with 1", login="logged_out"),
+        Detection(harness="grok", available=False, reason="grok not found", login="logged_out"),
     ]
     assert harness_rows(found, models=True) == [
-        ["HARNESS", "AVAILABLE", "VERSION", "PATH / REASON", "MODELS"],
-        ["claude", "yes", "2.1.197 (Claude Code)", "/bin/claude", "sonnet, haiku"],
-        ["pi", "no", "-", "/bin/pi --version did not answer within 30s", "-"],
-        ["codex", "yes", "codex-cli 0.171.0",
+        ["HARNESS", "AVAILABLE", "VERSION", "LOGIN / KEYS", "PATH / REASON", "MODELS"],
+        ["claude", "yes", "2.1.197 (Claude Code)", "logged in", "/bin/claude", "sonnet, haiku"],
+        ["pi", "no", "-", "-", "/bin/pi --version did not answer within 30s", "-"],
+        ["codex", "yes", "codex-cli 0.171.0", "logged out",
          "/bin/codex (models not listed: codex debug models exited with 1)", "-"],
-        ["grok", "no", "-", "grok not found", "-"],
+        ["grok", "no", "-", "-", "grok not found", "-"],
     ]
-    assert [len(row) for row in harness_rows(found)] == [4] * 5
+    assert [len(row) for row in harness_rows(found)] == [5] * 5
+
+
+def test_the_native_row_names_the_providers_whose_key_is_set() -> None:
+    def native(*providers: ProviderInfo) -> Detection:
+        return Detection(harness="native", available=True, path="/bin/python",
+                         features=Features(providers=list(providers)))
+
+    openai = ProviderInfo(name="openai", kind="openai", api_key_env="OPENAI_API_KEY", has_key=True)
+    gemini = ProviderInfo(name="gemini", kind="gemini", api_key_env="GEMINI_API_KEY")
+    local = ProviderInfo(name="local", kind="openai-chat")  # no key variable: none to set
+    assert harness_rows([native(openai, gemini, local)])[1][3] == "keys: openai"
+    assert harness_rows([native(gemini, local)])[1][3] == "no key set"
 def test_a_checkpoint_is_one_line_with_its_turn_and_tokens() -> None:
     usage = Usage(input_tokens=40, output_tokens=9)
     assert describe(Checkpoint(turn=2, usage=usage)) == "· checkpoint after turn 2 (in 40 / out 9 tokens)"
