@@ -17,7 +17,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 import msgspec
 import trio
@@ -28,6 +28,7 @@ from actors.harness import HarnessRequest
 from actors.lsp import LanguageServers
 from actors.lsp.config import LspConfig
 from actors.mcp.config import McpConfig
+from actors.mcp.wiring import McpParts, mcp_parts
 from actors.native.config import NativeConfig, decode_providers, load_prices
 from actors.native.driver import NATIVE_ROOT, NativeDriver
 from actors.native import skillscmd
@@ -89,9 +90,6 @@ from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType, RestartType
-
-if TYPE_CHECKING:
-    from actors.mcp.wiring import McpParts
 
 __all__ = ["App", "Config", "drivers", "main", "serve"]
 
@@ -221,8 +219,6 @@ class App:
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result)
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
-        from actors.mcp.wiring import mcp_parts  # the MCP SDK (a second of imports) loads with
-        # the daemon, not with every CLI command that imports this module for Config and main
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
         native = self.sessions.drivers.get("native")
         if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
