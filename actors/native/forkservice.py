@@ -39,8 +39,6 @@ from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
 from supervisor.proc.spawn import Spawned, spawn
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, SupervisorSpec, supervisor_child
 
-from .forkclient import ForkFailed, NoAnswer, fork_worker, socket_address
-
 __all__ = ["KIND", "SUPERVISOR", "ForkServer", "ForkServerStats"]
 
 log = logging.getLogger("corral.native.forkserver")
@@ -130,6 +128,8 @@ class ForkServer:
     async def spawn(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
         """A worker forked by the server, else ``argv`` exec'd (see the module docstring)."""
+        from .forkclient import ForkFailed  # the client loads with the first native worker
+
         try:
             spawned = await self._fork(cwd or self._cwd, env, death_signal)
         except ForkFailed as exc:
@@ -151,6 +151,8 @@ class ForkServer:
 
     async def _fork(self, cwd: str, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
+        from .forkclient import ForkFailed, NoAnswer, fork_worker  # loaded by ``spawn``
+
         if not prctl.is_child_subreaper():
             raise ForkFailed("this process is not a child subreaper, so its workers would not "
                              "be its children")
@@ -172,6 +174,8 @@ class ForkServer:
 
     async def _serve(self, run: _Run) -> None:
         """Run the process until it ends, then raise ``ChildExited``."""
+        from .forkclient import socket_address  # the client loads when the server is first wanted
+
         address = socket_address(self._state_dir)
         spec = ProcessSpec(key=KIND, kind=KIND, argv=[sys.executable, "-m", MODULE, address],
                            cwd=self._cwd, shutdown=self._shutdown, framing="ndjson")
