@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -38,13 +39,11 @@ from actors.native.translate import autonomy as native_autonomy
 from actors.native.services import DaemonServices
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, SessionsConfig, harness_defaults
+from actors.session.drivers import LazyDrivers
 from actors.session.sessions import SessionTable
-from actors.vendors.acp import PROFILES, AcpDriver
-from actors.vendors.claude import ClaudeDriver
-from actors.vendors.codex import CodexDriver
+from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache
-from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
-from actors.vendors.pi import PiDriver
+from actors.vendors.opencode.servers import OpenCodeServers
 from actors.workspace import Workspaces, WorkspacesConfig
 from protocol.errors import CorralError, SessionBusy, UnknownMethod
 from protocol.messages import (
@@ -168,8 +167,9 @@ class _VendorArgs(TypedDict):
 
 
 def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
-            forks: ForkServer | None = None) -> dict[str, Any]:
-    """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers and
+            forks: ForkServer | None = None) -> LazyDrivers:
+    """Every harness by name, each driver built on first use (``LazyDrivers``: its package is
+    imported then); ``[harness.<name>]`` tables configure the vendor drivers and
     ``[providers.<name>]`` tables (with ``config/prices.toml``) the native one.
 
     ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
@@ -191,17 +191,38 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         return _VendorArgs(binary=binary if isinstance(binary, str) else None, env=env,
                            home=home if isinstance(home, str) else None, cache=cache)
 
-    return {
-        "fake": FakeDriver(),
-        "claude": ClaudeDriver(**vendor("claude")),
-        "codex": CodexDriver(**vendor("codex")),
-        "native": NativeDriver(providers=providers, prices=prices, forks=forks,
-                               context=config.native.context(),
-                               compaction=config.native.compaction),
-        **{name: AcpDriver(profile, **vendor(name)) for name, profile in PROFILES.items()},
-        "pi": PiDriver(**vendor("pi")),
-        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), **vendor("opencode")),
-    }
+    # Factories typed ``Any`` as the drivers were: not every driver matches ``Driver`` exactly.
+    def claude() -> Any:
+        from actors.vendors.claude import ClaudeDriver
+        return ClaudeDriver(**vendor("claude"))
+
+    def codex() -> Any:
+        from actors.vendors.codex import CodexDriver
+        return CodexDriver(**vendor("codex"))
+
+    def acp(name: str) -> Any:
+        from actors.vendors.acp import AcpDriver
+        return AcpDriver(PROFILES[name], **vendor(name))
+
+    def pi() -> Any:
+        from actors.vendors.pi import PiDriver
+        return PiDriver(**vendor("pi"))
+
+    def opencode_driver() -> Any:
+        from actors.vendors.opencode import OpenCodeDriver
+        return OpenCodeDriver(opencode or OpenCodeServers(None), **vendor("opencode"))
+
+    return LazyDrivers({
+        "fake": FakeDriver,
+        "claude": claude,
+        "codex": codex,
+        "native": lambda: NativeDriver(providers=providers, prices=prices, forks=forks,
+                                       context=config.native.context(),
+                                       compaction=config.native.compaction),
+        **{name: functools.partial(acp, name) for name in PROFILES},
+        "pi": pi,
+        "opencode": opencode_driver,
+    })
 
 
 class App:
