@@ -7,6 +7,8 @@ Printed, each beside its reference measured in the same run (best of ``--runs``)
 
 * **start-up**: ``corral daemon`` spawned → its ``daemon.json`` written, against a bare
   ``python -c "import trio, trio_websocket"`` spawned → exited (goal: ≤ 1.5× the bare import);
+  the CPU seconds each used by then too, which a machine shared with other work inflates far
+  less than the wall time;
 * **idle RSS**: the daemon with no session, against the RSS of that bare import (goal: ≤ 40 MB);
 * **idle sessions**: the daemon's RSS with N/2 and N idle fake sessions (default 1,000; goal
   ≤ 100 MB at 1,000), and per-session KiB (the slope between N/2 and N, so start-up
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -37,16 +40,24 @@ _BARE = ("import trio, trio_websocket; "  # VmRSS from /proc: no psutil in the r
          "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmRSS')))")
 
 
-def bare_import() -> tuple[float, float]:
-    """One bare ``import trio, trio_websocket`` process: seconds spawn → exit, and its RSS."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bare_import() -> tuple[float, float, float]:
+    """One bare ``import trio, trio_websocket`` process: seconds spawn → exit, its CPU seconds
+    (user + system, which a loaded machine inflates far less than wall time), and its RSS."""
+    cpu = _children_cpu()
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", _BARE], capture_output=True, check=True,
                          cwd=REPO).stdout
-    return time.perf_counter() - started, int(out) / 1024  # VmRSS is in kB
+    return time.perf_counter() - started, _children_cpu() - cpu, int(out) / 1024  # VmRSS: kB
 
 
-def daemon_ready(source: Path) -> tuple[float, float]:
-    """One ``corral daemon``: seconds spawn → ``daemon.json`` readable, and its idle RSS."""
+def daemon_ready(source: Path) -> tuple[float, float, float]:
+    """One ``corral daemon``: seconds spawn → ``daemon.json`` readable, the CPU seconds it used
+    by then, and its idle RSS."""
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "state"
         state.mkdir()
@@ -67,12 +78,14 @@ def daemon_ready(source: Path) -> tuple[float, float]:
                         raise RuntimeError((state / "daemon.out").read_text()) from None
                     time.sleep(0.001)
             took = time.perf_counter() - started
+            times = psutil.Process(proc.pid).cpu_times()
+            cpu = times.user + times.system
             time.sleep(1.0)  # let the start-up's background work (reconcile, warm-ups) settle
             rss = psutil.Process(proc.pid).memory_info().rss / MB
         finally:
             proc.terminate()
             proc.wait(30)
-    return took, rss
+    return took, cpu, rss
 
 
 async def idle_sessions(source: Path, sessions: int) -> tuple[float, float, float]:
@@ -94,11 +107,14 @@ async def idle_sessions(source: Path, sessions: int) -> tuple[float, float, floa
             await stop_daemon(daemon, timeout=180)
 
 
-def report(label: str, source: Path, runs: int, sessions: int, bare_s: float, bare_rss: float) -> None:
-    took, rss = min(daemon_ready(source) for _ in range(runs))
+def report(label: str, source: Path, runs: int, sessions: int, bare: tuple[float, float, float]) -> None:
+    bare_s, bare_cpu, bare_rss = bare
+    took, cpu, rss = min(daemon_ready(source) for _ in range(runs))
     print(f"\n{label} ({source})")
     print(f"  spawn → daemon.json      {took * 1000:7.0f} ms   {took / bare_s:5.2f}× the bare import"
           f" ({bare_s * 1000:.0f} ms)   goal ≤ 1.50×")
+    print(f"  CPU by then (user+sys)   {cpu * 1000:7.0f} ms   {cpu / bare_cpu:5.2f}× the bare import"
+          f" ({bare_cpu * 1000:.0f} ms; steadier than wall time on a loaded machine)")
     print(f"  RSS, no session          {rss:7.1f} MiB  {rss / bare_rss:5.2f}× the bare import"
           f" ({bare_rss:.1f} MiB)   goal ≤ 40 MB")
     idle, half, full = trio.run(idle_sessions, source, sessions)
@@ -117,12 +133,12 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another source tree to measure alongside")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
-    bare_s, bare_rss = min(bare_import() for _ in range(args.runs))
-    print(f"reference: python -c 'import trio, trio_websocket'  {bare_s * 1000:.0f} ms, "
-          f"{bare_rss:.1f} MiB (best of {args.runs})")
+    bare = min(bare_import() for _ in range(args.runs))
+    print(f"reference: python -c 'import trio, trio_websocket'  {bare[0] * 1000:.0f} ms, "
+          f"{bare[1] * 1000:.0f} ms CPU, {bare[2]:.1f} MiB (best of {args.runs})")
     if args.baseline is not None:
-        report("baseline", args.baseline.resolve(), args.runs, args.sessions, bare_s, bare_rss)
-    report("this tree", REPO, args.runs, args.sessions, bare_s, bare_rss)
+        report("baseline", args.baseline.resolve(), args.runs, args.sessions, bare)
+    report("this tree", REPO, args.runs, args.sessions, bare)
     sys.stdout.flush()
 
 
