@@ -18,7 +18,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 import msgspec
 import trio
@@ -30,6 +30,7 @@ from actors.harness import HarnessRequest
 from actors.lsp import LanguageServers
 from actors.lsp.config import LspConfig
 from actors.mcp.config import McpConfig
+from actors.mcp.wiring import McpParts, mcp_parts
 from actors.native.config import (
     PRICES_FILE,
     NativeConfig,
@@ -45,13 +46,11 @@ from actors.native.translate import autonomy as native_autonomy
 from actors.native.services import DaemonServices
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
+from actors.session.drivers import LazyDrivers
 from actors.session.sessions import SessionTable
-from actors.vendors.acp import PROFILES, AcpDriver
-from actors.vendors.claude import ClaudeDriver
-from actors.vendors.codex import CodexDriver
+from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache, prewarm
-from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers
-from actors.vendors.pi import PiDriver
+from actors.vendors.opencode.servers import OpenCodeServers
 from actors.workspace import Workspaces, WorkspacesConfig
 from protocol.errors import CorralError, SessionBusy, UnknownMethod
 from protocol.messages import (
@@ -97,9 +96,6 @@ from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType, RestartType
-
-if TYPE_CHECKING:
-    from actors.mcp.wiring import McpParts
 
 __all__ = ["App", "Config", "drivers", "main", "serve"]
 
@@ -195,10 +191,11 @@ class _VendorArgs(TypedDict):
 
 
 def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
-            forks: ForkServer | None = None) -> dict[str, Any]:
-    """Every harness by name; ``[harness.<name>]`` tables configure the vendor drivers and
-    ``[providers.<name>]`` tables (with the shipped price table and the user's ``prices.toml``)
-    the native one.
+            forks: ForkServer | None = None) -> LazyDrivers:
+    """Every harness by name, each driver built on first use (``LazyDrivers``: its package is
+    imported then); ``[harness.<name>]`` tables configure the vendor drivers and
+    ``[providers.<name>]`` tables (with the shipped price table and the user's
+    ``prices.toml``) the native one.
 
     ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
     that only list harnesses) OpenCode sessions get a private pool that is not running.
@@ -219,17 +216,38 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         return _VendorArgs(binary=binary if isinstance(binary, str) else None, env=env,
                            home=home if isinstance(home, str) else None, cache=cache)
 
-    return {
-        "fake": FakeDriver(),
-        "claude": ClaudeDriver(**vendor("claude")),
-        "codex": CodexDriver(**vendor("codex")),
-        "native": NativeDriver(providers=providers, prices=prices, forks=forks,
-                               context=config.native.context(),
-                               compaction=config.native.compaction),
-        **{name: AcpDriver(profile, **vendor(name)) for name, profile in PROFILES.items()},
-        "pi": PiDriver(**vendor("pi")),
-        "opencode": OpenCodeDriver(opencode or OpenCodeServers(None), **vendor("opencode")),
-    }
+    # Factories typed ``Any`` as the drivers were: not every driver matches ``Driver`` exactly.
+    def claude() -> Any:
+        from actors.vendors.claude import ClaudeDriver
+        return ClaudeDriver(**vendor("claude"))
+
+    def codex() -> Any:
+        from actors.vendors.codex import CodexDriver
+        return CodexDriver(**vendor("codex"))
+
+    def acp(name: str) -> Any:
+        from actors.vendors.acp import AcpDriver
+        return AcpDriver(PROFILES[name], **vendor(name))
+
+    def pi() -> Any:
+        from actors.vendors.pi import PiDriver
+        return PiDriver(**vendor("pi"))
+
+    def opencode_driver() -> Any:
+        from actors.vendors.opencode import OpenCodeDriver
+        return OpenCodeDriver(opencode or OpenCodeServers(None), **vendor("opencode"))
+
+    return LazyDrivers({
+        "fake": FakeDriver,
+        "claude": claude,
+        "codex": codex,
+        "native": lambda: NativeDriver(providers=providers, prices=prices, forks=forks,
+                                       context=config.native.context(),
+                                       compaction=config.native.compaction),
+        **{name: functools.partial(acp, name) for name in PROFILES},
+        "pi": pi,
+        "opencode": opencode_driver,
+    })
 
 
 class App:
@@ -251,8 +269,6 @@ class App:
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result)
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
-        from actors.mcp.wiring import mcp_parts  # the MCP SDK (a second of imports) loads with
-        # the daemon, not with every CLI command that imports this module for Config and main
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
         native = self.sessions.drivers.get("native")
         if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us

@@ -29,15 +29,11 @@ from __future__ import annotations
 import logging
 import math
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types
 import trio
-from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
 
 from actors.mcp.config import Definition
-from actors.mcp.connection import Connection, Connector, connect, describe_exit
 from actors.mcp.lists import Lists
 from actors.mcp.results import CallOutcome, ToolInfo, bound_result, full_name, tool_info
 from protocol.errors import (
@@ -50,8 +46,12 @@ from protocol.errors import (
     McpUnknownTool,
 )
 from protocol.models import McpServerInfo, McpServerState
+from supervisor.lazyimport import load
 from supervisor.ledger import Ledger
 from supervisor.tree import GiveUp, RestartPolicy, RestartTracker
+
+if TYPE_CHECKING:  # the SDK (a second of imports) loads on a server's first start, not with the daemon
+    from actors.mcp.connection import Connection, Connector
 
 __all__ = ["ActorDeps", "McpActor"]
 
@@ -69,9 +69,11 @@ class ActorDeps:
 
     def __init__(self, *, policy: RestartPolicy, ledger: Ledger | None, frame_limit: int = 16 << 20,
                  stderr_lines: int = 200, max_result_bytes: int = 1 << 20, mode: str = "auto",
-                 rng: random.Random | None = None, connector: Connector = connect) -> None:
+                 rng: random.Random | None = None, connector: Connector | None = None) -> None:
         self.policy = policy
-        self.connector = connector  # how a connection is opened; tests give an in-memory one
+        # How a connection is opened; tests give an in-memory one. ``None`` is the SDK's
+        # (``actors.mcp.connection.connect``), imported in a worker thread on the first start.
+        self.connector = connector
         self.ledger = ledger
         self.frame_limit = frame_limit
         self.stderr_lines = stderr_lines
@@ -151,6 +153,10 @@ class McpActor:
         limit = timeout if timeout is not None else self.definition.call_timeout
         deadline = trio.current_time() + limit
         live = await self._connection(deadline)
+        import mcp_types  # loaded with the connection: these are dictionary look-ups
+        from mcp.shared.exceptions import MCPError
+        from pydantic import ValidationError
+
         if tool not in {t.name for t in self.lists.tools}:
             raise McpUnknownTool(f"{self.name} lists no tool {tool!r}", data={"server": self.name, "tool": tool})
         with trio.CancelScope() as lost:
@@ -251,7 +257,8 @@ class McpActor:
         startup = trio.CancelScope(deadline=trio.current_time() + definition.startup_timeout)
         try:
             with startup:
-                async with self.deps.connector(
+                connector = self.deps.connector or (await load("actors.mcp.connection")).connect
+                async with connector(
                         definition, ledger=self.deps.ledger, frame_limit=self.deps.frame_limit,
                         stderr_lines=self.deps.stderr_lines, message_handler=self.lists.on_message,
                         mode=self.deps.mode) as live:
@@ -294,6 +301,8 @@ class McpActor:
     async def _watch_child(self, live: Connection) -> None:
         if live.child is None:
             return
+        from actors.mcp.connection import describe_exit  # loaded with the connection
+
         status = await live.child.wait()
         live.lose(describe_exit(status))
 
@@ -346,6 +355,8 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def _reason(exc: BaseException) -> str:
+    from mcp.shared.exceptions import MCPError  # a connection was tried: the SDK is loaded
+
     leaf = _leaf(exc)
     match leaf:
         case CorralError():

@@ -12,6 +12,12 @@ token (401 unless it is a live session's), and the path (404 unless NAME is one 
 session's servers). The request's scope then carries the binding and the server name to the
 handlers. It is served with hypercorn on trio, on 127.0.0.1 and an ephemeral port.
 
+The endpoint is a root child from the daemon's start, but it listens only once a session needs
+it (``url``, awaited by ``harness_servers`` for a session with servers to reach): the SDK and
+hypercorn take a second to import, which a daemon whose sessions never use MCP should not pay,
+so they load then, in a worker thread. Once wanted it stays wanted: a restarted endpoint
+listens again at once (on a new port; sessions made later get the new URL).
+
 A failure of the server behind a call (``mcp.server_failed``, a crash, a timeout) is a tool
 result with ``isError`` and the code in its text, so the model sees it; the tool stays listed.
 """
@@ -21,19 +27,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
-from mcp.server import Server
-from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from actors.mcp.binding import SessionMcp
 from actors.mcp.registry import McpRegistry
-from protocol.errors import CorralError
+from protocol.errors import ActorGone, CorralError
+from supervisor.lazyimport import load
+
+if TYPE_CHECKING:  # loaded when the endpoint is first wanted (``run``)
+    import mcp_types
+    from mcp.server import Server
+    from mcp.server.context import ServerRequestContext
 
 __all__ = ["McpEndpoint", "Refuse"]
 
@@ -47,6 +53,9 @@ _HTTP_LOG.setLevel(logging.WARNING)
 Refuse = Callable[[int, str, Sequence[tuple[bytes, bytes]]], "str | None"]
 """``refuse(port, host, headers)``: why a request to the endpoint listening on ``port`` must be
 refused (its Host or Origin), or ``None``."""
+
+_SDK = ("hypercorn.trio", "mcp.server.streamable_http_manager")
+"""What the endpoint imports (off the event loop) when it is first wanted."""
 
 _PREFIX = "/mcp/"
 _SCOPE_KEY = "corral.mcp"
@@ -65,14 +74,36 @@ class McpEndpoint:
         self.host = host
         self.url: str | None = None
         self.port = 0
-        self.server: Server[Any] = Server(
-            "corral", version="1",
-            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
-        )
-        self._manager = StreamableHTTPSessionManager(app=self.server, json_response=True)
+        self.server: Server[Any] | None = None
+        self._manager: Any = None
+        self._wanted = trio.Event()
+        self._listening = trio.Event()
+        registry.endpoint = self
 
-    async def run(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled; ready (with the base URL) once the socket listens."""
+    async def wanted_url(self, timeout: float) -> str:
+        """The base URL, once the endpoint listens: the first call starts it. ``ActorGone``
+        if it does not listen within ``timeout`` seconds (it is not running)."""
+        self._wanted.set()
+        with trio.move_on_after(timeout):
+            await self._listening.wait()
+        if self.url is None:
+            raise ActorGone("the shared MCP endpoint is not running")
+        return self.url
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Ready at once; from the first ``wanted_url`` on, listen and serve until cancelled."""
+        task_status.started()
+        await self._wanted.wait()
+        for heavy in _SDK:
+            await load(heavy)
+        from hypercorn.config import Config as HypercornConfig  # loaded just above
+        from hypercorn.trio import serve
+        from mcp.server import Server
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        self.server = Server("corral", version="1", on_list_tools=self._list_tools,
+                             on_call_tool=self._call_tool)
+        self._manager = StreamableHTTPSessionManager(app=self.server, json_response=True)
         config = HypercornConfig()
         config.bind = [f"{self.host}:0"]
         config.accesslog = None
@@ -82,16 +113,17 @@ class McpEndpoint:
         # 5 s closed pooled connections under the CLIs (Claude Code's fetch then failed its next
         # tool call with "the socket connection was closed unexpectedly").
         config.keep_alive_timeout = KEEP_ALIVE
-        async with self._manager.run(), trio.open_nursery() as nursery:
-            binds: list[str] = await nursery.start(partial(serve, self._asgi, config))  # type: ignore[arg-type]
-            self.url = binds[0] + "/mcp"
-            self.port = int(binds[0].rsplit(":", 1)[1])
-            self.registry.endpoint_url = self.url
-            task_status.started(self.url)
-            try:
+        try:
+            async with self._manager.run(), trio.open_nursery() as nursery:
+                binds: list[str] = await nursery.start(partial(serve, self._asgi, config))  # type: ignore[arg-type]
+                self.url = binds[0] + "/mcp"
+                self.port = int(binds[0].rsplit(":", 1)[1])
+                self.registry.endpoint_url = self.url
+                self._listening.set()
                 await trio.sleep_forever()
-            finally:
-                self.registry.endpoint_url = None
+        finally:
+            self.registry.endpoint_url = self.url = None
+            self._listening = trio.Event()
 
     # --- ASGI -------------------------------------------------------------------------------
 
@@ -127,6 +159,8 @@ class McpEndpoint:
     # --- MCP handlers -------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> mcp_types.ListToolsResult:
+        import mcp_types  # loaded by ``run`` before it serves
+
         binding, name = _route(ctx)
         tools = await binding.tools([name])
         return mcp_types.ListToolsResult(tools=[
@@ -137,6 +171,8 @@ class McpEndpoint:
 
     async def _call_tool(self, ctx: ServerRequestContext[Any],
                          params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
+        import mcp_types  # loaded by ``run`` before it serves
+
         binding, name = _route(ctx)
         try:
             outcome = await binding.call(name, params.name, dict(params.arguments or {}))

@@ -18,6 +18,10 @@ from protocol.models import McpServer
 
 __all__ = ["harness_servers"]
 
+ENDPOINT_WAIT = 60.0
+"""Seconds a session's creation waits for the shared endpoint to listen (its first use imports
+the MCP SDK and hypercorn, a second or more on a loaded machine)."""
+
 
 async def harness_servers(registry: McpRegistry, session_id: str, servers: Sequence[McpServer],
                           options: Mapping[str, Any]) -> list[McpServer]:
@@ -33,7 +37,11 @@ async def harness_servers(registry: McpRegistry, session_id: str, servers: Seque
         own = {server.name for server in servers}
         return [*(_entry(d) for d in registry.offered if d.name not in own), *servers]
     binding = await registry.bind(session_id, servers)
+    if not binding.names:
+        return []
     url = registry.endpoint_url
+    if url is None and registry.endpoint is not None:
+        url = await registry.endpoint.wanted_url(ENDPOINT_WAIT)
     if url is None:
         raise ActorGone("the shared MCP endpoint is not running")
     header = {"Authorization": f"Bearer {binding.token}"}

@@ -15,15 +15,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import mcp_types
 import trio
-from mcp.client.subscriptions import SubscriptionLost
-from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
 
-from actors.mcp.connection import Connection
+if TYPE_CHECKING:  # the SDK loads with a server's first connection (actors.mcp.actor)
+    import mcp_types
+
+    from actors.mcp.connection import Connection
 
 __all__ = ["Lists"]
 
@@ -56,6 +55,8 @@ class Lists:
 
     async def on_message(self, message: Any) -> None:
         """The SDK's message handler: a change notification marks its list dirty."""
+        import mcp_types  # loaded with the connection that calls this
+
         match message:
             case mcp_types.ToolListChangedNotification():
                 self._mark("tools")
@@ -80,6 +81,9 @@ class Lists:
 
     async def refresher(self, live: Connection) -> None:
         """Refresh dirty lists until cancelled; a failed refresh is logged (the next change retries)."""
+        from mcp.shared.exceptions import MCPError  # loaded with the connection
+        from pydantic import ValidationError
+
         try:
             while True:
                 await self._dirty_event.wait()
@@ -101,6 +105,10 @@ class Lists:
         """Keep a 2026-07-28 ``subscriptions/listen`` stream open: ready once the server
         acknowledged it (or refused it), so the first listing cannot miss a change; a stream lost
         is opened again and everything read again (there is no replay)."""
+        import mcp_types  # loaded with the connection
+        from mcp.client.subscriptions import SubscriptionLost
+        from mcp.shared.exceptions import MCPError
+
         try:
             for attempt in range(_RELISTEN):
                 try:

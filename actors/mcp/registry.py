@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -29,6 +29,9 @@ from actors.mcp.results import CallOutcome, ToolInfo
 from protocol.errors import ActorGone, McpUnknownServer
 from protocol.models import McpServer, McpServerInfo
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
+
+if TYPE_CHECKING:
+    from actors.mcp.endpoint import McpEndpoint
 
 __all__ = ["McpRegistry"]
 
@@ -44,6 +47,7 @@ class McpRegistry:
         self.config = config
         self.deps = deps
         self.endpoint_url: str | None = None  # set by the shared endpoint once it listens
+        self.endpoint: McpEndpoint | None = None  # the shared endpoint, which listens once wanted
         self._actors: dict[str, McpActor] = {}
         self._by_fingerprint: dict[str, str] = {}
         self._bindings: dict[str, SessionMcp] = {}

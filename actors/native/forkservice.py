@@ -45,15 +45,6 @@ from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
 from supervisor.proc.spawn import Spawned, spawn
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, SupervisorSpec, supervisor_child
 
-from .forkclient import (
-    RIVAL_SOCKET_NAME,
-    SOCKET_NAME,
-    ForkFailed,
-    NoAnswer,
-    fork_worker,
-    socket_address,
-)
-
 __all__ = ["KIND", "SUPERVISOR", "ForkServer", "ForkServerStats"]
 
 log = logging.getLogger("corral.native.forkserver")
@@ -157,6 +148,8 @@ class ForkServer:
     async def spawn(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
         """A worker forked by the server, else ``argv`` exec'd (see the module docstring)."""
+        from .forkclient import ForkFailed  # the client loads with the first native worker
+
         try:
             spawned = await self._fork(cwd or self._cwd, env, death_signal)
         except ForkFailed as exc:
@@ -178,6 +171,8 @@ class ForkServer:
 
     async def _fork(self, cwd: str, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
+        from .forkclient import ForkFailed, NoAnswer, fork_worker  # loaded by ``spawn``
+
         if not prctl.is_child_subreaper():
             raise ForkFailed("this process is not a child subreaper, so its workers would not "
                              "be its children")
@@ -215,6 +210,8 @@ class ForkServer:
         cannot be lowered, and on a busy machine the low-priority template may be far from
         ready, while on an idle one it is ahead): the first of the two to be ready serves, the
         other is closed."""
+        from .forkclient import RIVAL_SOCKET_NAME, SOCKET_NAME  # loaded when the server is first wanted
+
         ended: list[ChildExited] = []
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._contend, run, SOCKET_NAME, run.background, ended,
@@ -235,6 +232,8 @@ class ForkServer:
         """Start one process for ``run``; if it is ready first, it serves until it ends (the
         other contender is cancelled, which closes its process). How it ended goes to
         ``ended``; the last contender out cancels ``done``."""
+        from .forkclient import socket_address
+
         address = socket_address(self._state_dir, name)
         argv = [sys.executable, "-m", MODULE, address, *(["--background"] if background else [])]
         spec = ProcessSpec(key=KIND, kind=KIND, argv=argv, cwd=self._cwd,

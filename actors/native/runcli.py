@@ -18,7 +18,6 @@ ADK and the SDKs are imported when a command runs, not when the parser is built.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
@@ -115,6 +114,8 @@ def _with_model(args: argparse.Namespace, spec: str, providers: ProvidersLoader,
                 return outcome
             finally:
                 await close_model(llm)
+
+        import asyncio  # the one-shot runs on asyncio, as ADK does; the daemon never loads it
 
         result = asyncio.run(bounded())
     if args.json:

@@ -206,7 +206,7 @@ class Session:
                     nursery.start_soon(self._flush)
                     nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
                     if self._after is not None:
-                        nursery.start_soon(self._after.run)
+                        self._after.attach(nursery)
                     await self._loop(task_status)
                     nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
         finally:

@@ -1,7 +1,8 @@
 """After-result runs: the daemon's ``after_result`` hook, beside a session's loop.
 
 The hook (``SessionDeps.after_result``: the workspaces' changed-files count) runs after each
-turn's ``result`` in a task of its own (``run``), bounded by ``AFTER_RESULT_TIMEOUT``, never in
+turn's ``result`` in a task of its own (``run``, started in the session's nursery with the first
+result: an idle session has no such task), bounded by ``AFTER_RESULT_TIMEOUT``, never in
 the loop: results that come while it runs are coalesced into one more run. A run that fails or
 overruns is logged and costs its event, not the session. The event a run returns waits in
 ``take`` and the loop is woken (``wake``) to append it, so the log keeps one writer.
@@ -57,6 +58,12 @@ class AfterResults:
         self._ready: list[Event] = []
         self._deadline: float | None = None  # of the settles, set by the first (the close's)
         self._skipped = False  # a settle gave up on a run (said once)
+        self._nursery: trio.Nursery | None = None  # where ``run`` starts, with the first result
+        self._started = False
+
+    def attach(self, nursery: trio.Nursery) -> None:
+        """Start ``run`` in ``nursery`` (the session's) when the first result comes."""
+        self._nursery = nursery
 
     def result(self) -> None:
         """A ``result`` was appended: a run is due (one more, if one is in flight)."""
@@ -64,6 +71,9 @@ class AfterResults:
         self._wakeup.set()
         if self._quiet.is_set():
             self._quiet = trio.Event()
+        if self._nursery is not None and not self._started:
+            self._started = True
+            self._nursery.start_soon(self.run)
 
     def take(self) -> list[Event]:
         """The events finished runs returned that are not logged yet, oldest first."""

@@ -105,11 +105,15 @@ class Generation:
         self.goodbye: tuple[bytes, ...] = ()
         self.asked = trio.Event()
         """Set when the session asked this child to close: its end is then not a crash."""
+        self.closer: trio.Nursery | None = None
+        """Where the polite close runs once asked (``Harness._pump``'s nursery)."""
 
     def close(self, goodbye: tuple[bytes, ...]) -> None:
         if not self.asked.is_set():
             self.goodbye = goodbye
             self.asked.set()
+            if self.closer is not None:
+                self.closer.start_soon(self.child.close, _goodbye(goodbye))
 
 
 class Harness:
@@ -224,9 +228,16 @@ class Harness:
         """Forward frames until stdout ends, then finish the close sequence; the exit status,
         or ``None`` when the session is gone (the child is then closed on the way out)."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._close_when_asked, running)
-            told = await self._forward(running)
-            status = await running.child.close()
+            # The polite close starts here when the session asks (``Generation.close``): no task
+            # waits for the ask, an idle session costs one less.
+            running.closer = nursery
+            if running.asked.is_set():
+                nursery.start_soon(running.child.close, _goodbye(running.goodbye))
+            try:
+                told = await self._forward(running)
+                status = await running.child.close()
+            finally:
+                running.closer = None
             nursery.cancel_scope.cancel()
         return status if told else None
 
@@ -246,10 +257,6 @@ class Harness:
         except ActorGone:
             return False
         return True
-
-    async def _close_when_asked(self, running: Generation) -> None:
-        await running.asked.wait()
-        await running.child.close(_goodbye(running.goodbye))
 
     def _spec(self, gen: int, launch: Launch, request: HarnessRequest) -> ProcessSpec:
         return ProcessSpec(

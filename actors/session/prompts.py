@@ -7,8 +7,6 @@ ends never reached the harness: they are reported, never silently dropped.
 
 from __future__ import annotations
 
-from collections import deque
-
 from protocol.events import Error
 
 
@@ -16,7 +14,7 @@ class PromptQueue:
     """Held prompts, oldest first."""
 
     def __init__(self) -> None:
-        self._held: deque[str] = deque()
+        self._held: list[str] = []  # a few at most; an empty deque costs 760 bytes per session
 
     def __bool__(self) -> bool:
         """Whether any prompt is held."""
@@ -31,11 +29,11 @@ class PromptQueue:
 
     def next(self) -> str:
         """Take the oldest held prompt; raises ``IndexError`` when none is held."""
-        return self._held.popleft()
+        return self._held.pop(0)
 
     def put_back(self, text: str) -> None:
         """Return a prompt taken with ``next`` that the harness refused after all."""
-        self._held.appendleft(text)
+        self._held.insert(0, text)
 
     def lost(self, why: str) -> Error | None:
         """Drop every held prompt; the ``error`` event that reports them, if there were any."""

@@ -24,6 +24,7 @@ import os
 import secrets
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import trio
 from actors.harness import Driver, HarnessRequest
 from actors.session.actor import Session
 from actors.session.deps import SessionDeps
+from actors.session.drivers import driver_of, load_all
 from actors.session.child import KILL_MARGIN
 from actors.session.ended import ClosedSession, close_after_crash
 from actors.session.eventlog import EventLog
@@ -66,7 +68,7 @@ _LEFT_OPEN = ("daemon_restarted", "daemon_stopped")
 class SessionTable:
     """Every session of the daemon, live (children of the sessions supervisor) or ended."""
 
-    def __init__(self, state_dir: Path, config: SessionSettings, ledger: Any, drivers: dict[str, Driver],
+    def __init__(self, state_dir: Path, config: SessionSettings, ledger: Any, drivers: Mapping[str, Driver],
                  *, after_result: Any = None) -> None:
         self.state_dir = state_dir
         self.after_result = after_result
@@ -136,7 +138,7 @@ class SessionTable:
         supervisor = self.supervisor
         if supervisor is None:
             raise SessionClosed("the daemon is shutting down")
-        driver = self.drivers.get(request.harness)
+        driver = await driver_of(self.drivers, request.harness)
         if driver is None:
             raise HarnessUnavailable(
                 f"unknown harness {request.harness!r}; known: {', '.join(sorted(self.drivers))}")
@@ -216,7 +218,7 @@ class SessionTable:
             raise SessionBusy(f"session {session_id} is {ended.info().state}; "
                               "only a closed or failed session can be resumed")
         meta = ended.meta
-        driver = self.drivers.get(meta.harness)
+        driver = await driver_of(self.drivers, meta.harness)
         if driver is None:
             raise HarnessUnavailable(f"session {session_id} ran on {meta.harness!r}, which this daemon "
                                      "does not offer", data={"harness": meta.harness})
@@ -361,6 +363,7 @@ class SessionTable:
         in the daemon's one detection cache, ``actors.vendors.detection``); ``models`` runs the
         slow models probes too."""
         found: dict[str, Detection] = {}
+        await load_all(self.drivers)
 
         async def detect(name: str, driver: Driver) -> None:
             found[name] = await driver.detect(models=models)

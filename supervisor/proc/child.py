@@ -161,7 +161,8 @@ class ProcessChild:
         self._reaped = False
         self._closing = False
         self._send_lock = trio.Lock()
-        self._stderr: collections.deque[str] = collections.deque(maxlen=spec.stderr_lines)
+        # Made with the first stderr line: most children write none, and an empty deque is 760 bytes.
+        self._stderr: collections.deque[str] | None = None
         self._stdout_ended = False
 
     async def send(self, data: bytes) -> None:
@@ -222,7 +223,7 @@ class ProcessChild:
 
     def stderr_tail(self) -> list[str]:
         """The last ``spec.stderr_lines`` lines the child wrote to stderr, oldest first."""
-        return list(self._stderr)
+        return list(self._stderr or ())
 
     async def wait(self) -> ExitStatus:
         """Wait until the child ended and its whole close sequence finished; its exit status.
@@ -295,6 +296,8 @@ class ProcessChild:
 
     def _on_stderr_line(self, line: str) -> None:
         line = redact(line, self.spec.secrets)
+        if self._stderr is None:
+            self._stderr = collections.deque(maxlen=self.spec.stderr_lines)
         self._stderr.append(line)
         logger.info("[%s %d] %s", self.key, self.pid, line)
 

@@ -42,6 +42,10 @@ from supervisor.tree.specs import ChildInfo, ChildSpec, ChildType, RestartType, 
 
 __all__ = ["Supervisor", "supervise", "supervisor_child"]
 
+_SHARED_RNG = random.Random()
+"""The jitter of supervisors given no generator of their own: one for all (a ``Random`` holds
+2.5 KiB of state, and every session runs a supervisor of its own)."""
+
 
 class Supervisor:
     """The handle ``supervise`` passes to ``task_status.started``.
@@ -121,7 +125,7 @@ async def supervise(
     """
     failure: Exception | None = None
     async with trio.open_nursery() as nursery:
-        core = Core(spec, name, rng or random.Random(), nursery)
+        core = Core(spec, name, rng or _SHARED_RNG, nursery)
         try:
             for child_spec in children:
                 await trio.lowlevel.checkpoint_if_cancelled()  # starts are shielded; stop early

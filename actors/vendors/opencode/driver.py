@@ -24,7 +24,6 @@ from actors.vendors.detection import DetectionCache, Detector
 from actors.vendors.options import configured_env
 
 from .detect import ENV_KEYS, FEATURES, HARNESS, probe
-from .http import HttpError
 from .launch import DEFAULT_BINARY, HOME_ENV, build_launch
 from .servers import OpenCodeServers
 from .translate import OpenCodeTranslator
@@ -89,6 +88,8 @@ class _Providers(msgspec.Struct, frozen=True):
 async def provider_models(child: ServerChild) -> list[str]:
     """``provider/model`` of every model the server offers (``GET /config/providers``); ``[]``
     when it does not answer in time or answers something else."""
+    from .http import HttpError  # the HTTP client loads with the first OpenCode server
+
     with trio.move_on_after(_PROVIDERS_TIMEOUT):
         try:
             status, body = await child.client.request("GET", "/config/providers")

@@ -25,7 +25,7 @@ import logging
 import re
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -35,7 +35,9 @@ from protocol.errors import ActorGone, ChildExited, LaunchFailed
 from supervisor.proc.child import open_child
 from supervisor.proc.spec import ExitStatus, ProcessSpec
 
-from .http import HttpClient, HttpError
+
+if TYPE_CHECKING:  # the HTTP client (h11) loads with the first server that runs (``run``)
+    from .http import HttpClient
 
 __all__ = ["Attachment", "OpenCodeServer", "ServerSettings"]
 
@@ -138,6 +140,8 @@ class OpenCodeServer:
 
     async def run(self, *, task_status: trio.TaskStatus[OpenCodeServer] = trio.TASK_STATUS_IGNORED) -> None:
         """One generation: spawn, find the URL, open the event stream, serve until it ends."""
+        from .http import HttpClient
+
         self.generation += 1
         password = secrets.token_urlsafe(24)
         spec = ProcessSpec(
@@ -188,6 +192,8 @@ class OpenCodeServer:
 
     async def _pump(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Read the global event stream; route each event by its ``sessionID``."""
+        from .http import HttpError  # loaded by ``run``
+
         client = self.client_or_raise()
         started = False
         try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import trio
@@ -35,8 +35,10 @@ from protocol.errors import ChildExited
 from supervisor.proc.spec import ExitStatus
 
 from . import wire
-from .http import HttpClient, HttpError
 from .server import Attachment, OpenCodeServer
+
+if TYPE_CHECKING:  # loaded with the server whose client this is (``actors.vendors.opencode.server``)
+    from .http import HttpClient
 
 __all__ = ["Leases", "ServerChild", "open_server_child"]
 
@@ -136,6 +138,8 @@ class ServerChild:
                     self._done_one()
 
     async def _perform(self, call: wire.Call) -> bytes:
+        from .http import HttpError  # loaded with the server
+
         body = None if call.body is None else msgspec.json.encode(call.body)
         try:
             with trio.fail_after(self._call_timeout):

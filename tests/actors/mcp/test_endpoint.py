@@ -18,10 +18,11 @@ from actors.mcp.config import McpConfig
 from actors.mcp.endpoint import KEEP_ALIVE, McpEndpoint
 from actors.mcp.inject import harness_servers
 from actors.mcp.registry import McpRegistry
+from protocol.errors import ActorGone
 from protocol.models import McpServer
 from supervisor.server.gate import PATH, Gate
 
-from tests.actors.mcp.support import deps, fake_table, marks, running_registry
+from tests.actors.mcp.support import FAKE, REPO, deps, fake_table, marks, running_registry
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -35,6 +36,7 @@ async def serving(registry: McpRegistry) -> AsyncIterator[McpEndpoint]:
     endpoint = McpEndpoint(registry, _gate)
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
+        await endpoint.wanted_url(60)  # it listens once wanted
         yield endpoint
         nursery.cancel_scope.cancel()
 
@@ -59,6 +61,30 @@ async def test_a_vendor_style_client_lists_and_calls_through_the_endpoint(tmp_pa
             assert not result.is_error and result.content[0].text == "through"  # type: ignore[union-attr]
             missing = await client.call_tool("nope", {})
             assert missing.is_error and "[mcp.unknown_tool]" in missing.content[0].text  # type: ignore[union-attr]
+
+
+async def test_the_endpoint_listens_only_once_a_session_has_servers_to_reach(tmp_path: Path) -> None:
+    async with running_registry(McpConfig()) as registry, trio.open_nursery() as nursery:
+        endpoint = McpEndpoint(registry, _gate)
+        await nursery.start(endpoint.run)
+        assert await harness_servers(registry, "s1", [], {}) == []  # nothing to reach: no listener
+        assert endpoint.url is None and endpoint.server is None and registry.endpoint_url is None
+        own = McpServer(name="fake", command=FAKE[0], args=FAKE[1:], cwd=str(REPO),
+                        env={"MCP_FAKE_DIR": str(tmp_path)})
+        [entry] = await harness_servers(registry, "s2", [own], {})  # the first use starts it
+        assert endpoint.url is not None and entry.url == f"{endpoint.url}/fake"
+        async with client_for(entry) as client:
+            assert (await client.call_tool("echo", {"text": "lazy"})).content[0].text == "lazy"  # type: ignore[union-attr]
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_endpoint_that_is_not_running_is_actor_gone(mock_clock: trio.testing.MockClock) -> None:
+    mock_clock.autojump_threshold = 0
+    async with running_registry(McpConfig()) as registry:
+        McpEndpoint(registry, _gate)  # made, never run
+        own = McpServer(name="web", url="http://127.0.0.1:9/mcp")
+        with pytest.raises(ActorGone):
+            await harness_servers(registry, "s1", [own], {})
 
 
 async def test_two_sessions_reach_the_same_server_process(tmp_path: Path) -> None:

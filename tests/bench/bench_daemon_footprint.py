@@ -1,0 +1,146 @@
+"""The daemon's own footprint: start-up time, idle RSS, and what an idle session costs.
+
+Run: ``python -m tests.bench.bench_daemon_footprint [--sessions N] [--baseline DIR]``. Not
+collected by pytest. Everything stays on 127.0.0.1 and the daemon's Unix socket.
+
+Printed, each beside its reference measured in the same run (best of ``--runs``):
+
+* **start-up**: ``corral daemon`` spawned → its ``daemon.json`` written, against a bare
+  ``python -c "import trio, trio_websocket"`` spawned → exited (goal: ≤ 1.5× the bare import);
+  the CPU seconds each used by then too, which a machine shared with other work inflates far
+  less than the wall time;
+* **idle RSS**: the daemon with no session, against the RSS of that bare import (goal: ≤ 40 MB);
+* **idle sessions**: the daemon's RSS with N/2 and N idle fake sessions (default 1,000; goal
+  ≤ 100 MB at 1,000), and per-session KiB (the slope between N/2 and N, so start-up
+  allocations of the first sessions do not count).
+
+``--baseline DIR`` runs the same figures against another source tree (e.g. a checkout of
+``main``) in the same run, so a change is measured side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import trio
+
+from tests.e2e.daemonproc import REPO, raw_client, start_daemon, stop_daemon
+
+MB = 2**20
+_BARE = ("import trio, trio_websocket; "  # VmRSS from /proc: no psutil in the reference
+         "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmRSS')))")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bare_import() -> tuple[float, float, float]:
+    """One bare ``import trio, trio_websocket`` process: seconds spawn → exit, its CPU seconds
+    (user + system, which a loaded machine inflates far less than wall time), and its RSS."""
+    cpu = _children_cpu()
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", _BARE], capture_output=True, check=True,
+                         cwd=REPO).stdout
+    return time.perf_counter() - started, _children_cpu() - cpu, int(out) / 1024  # VmRSS: kB
+
+
+def daemon_ready(source: Path) -> tuple[float, float, float]:
+    """One ``corral daemon``: seconds spawn → ``daemon.json`` readable, the CPU seconds it used
+    by then, and its idle RSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp) / "state"
+        state.mkdir()
+        ready = state / "daemon.json"
+        argv = [sys.executable, "-m", "actors.app", "daemon", "--state-dir", str(state),
+                "--port", "0"]
+        env = {**os.environ, "PYTHONPATH": str(source)}
+        started = time.perf_counter()
+        with open(state / "daemon.out", "wb") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=source, env=env)
+        try:
+            while True:  # a tight poll: the figure is the start-up, a 1 ms poll is noise
+                try:
+                    json.loads(ready.read_text())
+                    break
+                except (FileNotFoundError, json.JSONDecodeError):
+                    if proc.poll() is not None:
+                        raise RuntimeError((state / "daemon.out").read_text()) from None
+                    time.sleep(0.001)
+            took = time.perf_counter() - started
+            times = psutil.Process(proc.pid).cpu_times()
+            cpu = times.user + times.system
+            time.sleep(1.0)  # let the start-up's background work (reconcile, warm-ups) settle
+            rss = psutil.Process(proc.pid).memory_info().rss / MB
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return took, cpu, rss
+
+
+async def idle_sessions(source: Path, sessions: int) -> tuple[float, float, float]:
+    """Daemon RSS (MiB) with none, ``sessions // 2`` and ``sessions`` idle fake sessions."""
+    with tempfile.TemporaryDirectory() as tmp:
+        daemon = await start_daemon(Path(tmp) / "state", source=source, timeout=60)
+        try:
+            proc = psutil.Process(daemon.process.pid)
+            await trio.sleep(1.0)
+            figures = [proc.memory_info().rss / MB]
+            async with raw_client(daemon, unix=True) as client:
+                for n in range(sessions):
+                    await client.ok("session.create", harness="fake", cwd=tmp)
+                    if n + 1 in (sessions // 2, sessions):
+                        await trio.sleep(0.5)
+                        figures.append(proc.memory_info().rss / MB)
+            return figures[0], figures[1], figures[2]
+        finally:
+            await stop_daemon(daemon, timeout=180)
+
+
+def report(label: str, source: Path, runs: int, sessions: int, bare: tuple[float, float, float]) -> None:
+    bare_s, bare_cpu, bare_rss = bare
+    took, cpu, rss = min(daemon_ready(source) for _ in range(runs))
+    print(f"\n{label} ({source})")
+    print(f"  spawn → daemon.json      {took * 1000:7.0f} ms   {took / bare_s:5.2f}× the bare import"
+          f" ({bare_s * 1000:.0f} ms)   goal ≤ 1.50×")
+    print(f"  CPU by then (user+sys)   {cpu * 1000:7.0f} ms   {cpu / bare_cpu:5.2f}× the bare import"
+          f" ({bare_cpu * 1000:.0f} ms; steadier than wall time on a loaded machine)")
+    print(f"  RSS, no session          {rss:7.1f} MiB  {rss / bare_rss:5.2f}× the bare import"
+          f" ({bare_rss:.1f} MiB)   goal ≤ 40 MB")
+    idle, half, full = trio.run(idle_sessions, source, sessions)
+    per = (full - half) * 1024 / (sessions - sessions // 2)
+    print(f"  RSS, no session (bench)  {idle:7.1f} MiB")
+    print(f"  RSS, {sessions // 2:>5} idle sessions {half:7.1f} MiB")
+    print(f"  RSS, {sessions:>5} idle sessions {full:7.1f} MiB   goal ≤ 100 MB at 1,000")
+    print(f"  per idle session         {per:7.1f} KiB  (slope {sessions // 2} → {sessions}; "
+          f"{(full - idle) * 1024 / sessions:.1f} KiB averaged from none)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, help="another source tree to measure alongside")
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
+    bare = min(bare_import() for _ in range(args.runs))
+    print(f"reference: python -c 'import trio, trio_websocket'  {bare[0] * 1000:.0f} ms, "
+          f"{bare[1] * 1000:.0f} ms CPU, {bare[2]:.1f} MiB (best of {args.runs})")
+    if args.baseline is not None:
+        report("baseline", args.baseline.resolve(), args.runs, args.sessions, bare)
+    report("this tree", REPO, args.runs, args.sessions, bare)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
