@@ -31,7 +31,8 @@ SURFACES = {
 
 
 def _public(module: object) -> set[str]:
-    return {n for n in vars(module) if not n.startswith("_") and not isinstance(getattr(module, n), types.ModuleType)}
+    """The public names ``dir()`` lists (a package's lazy re-exports too, PEP 562)."""
+    return {n for n in dir(module) if not n.startswith("_") and not isinstance(getattr(module, n), types.ModuleType)}
 
 
 def test_protocol_exports() -> None:

@@ -8,12 +8,15 @@
 * importing ``supervisor`` alone does not import the websocket client (or anything else);
 * the server owns its websocket on wsproto's public API: ``supervisor.server`` reaches no
   ``trio_websocket`` and touches no private member (``x._y``) of any object but its own (``self``);
-* the native worker (``actors.native.worker``) imports nothing of the daemon side.
+* the native worker (``actors.native.worker``) imports nothing of the daemon side;
+* a sans-IO core, imported alone in a fresh interpreter, loads no trio, psutil, subprocess or
+  socket (so it is sans-IO by construction, not by convention).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from functools import cache
@@ -166,3 +169,49 @@ def test_the_native_worker_never_imports_the_daemon_side(module: str) -> None:
     the actors that run them (a worker is a separate process that may crash alone)."""
     reach = {n for n in _closure(module) if n.startswith(_DAEMON_SIDE)}
     assert reach == set(), f"{module} reaches {sorted(reach)}"
+
+
+SANS_IO = (
+    "actors.lsp.core",
+    "actors.native.translate",
+    "actors.session.core",
+    "actors.vendors.acp.translate",
+    "actors.vendors.claude.translate",
+    "actors.vendors.codex.translate",
+    "actors.vendors.opencode.translate",
+    "actors.vendors.opencode.wire",
+    "actors.vendors.pi.translate",
+    "protocol.framing",
+    "protocol.jsonrpc",
+    "supervisor.server.connection_core",
+)
+"""The sans-IO cores: every module whose docstring's summary says so, and the wire they share."""
+
+_IO_MODULES = ("trio", "psutil", "subprocess", "socket")
+"""Not one of them (nor a submodule) may be loaded by a core. The stdlib modules that would bring
+``socket`` or ``subprocess`` in (``asyncio``, ``ssl``, ``http.client``, ``importlib.metadata``
+through ``email.utils``) are then out of a core's reach too: a core takes bytes and gives bytes."""
+
+
+def _summary(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text(), filename=str(path))) or ""
+    return doc.split("\n\n")[0]
+
+
+def test_every_module_that_says_it_is_sans_io_is_checked() -> None:
+    """A module whose summary says "sans-IO" is in ``SANS_IO`` (a package's summary speaks of
+    its modules, so packages are not asked)."""
+    said = {m for m, p in MODULES.items()
+            if p.name != "__init__.py" and re.search(r"sans[- ]io", _summary(p), re.IGNORECASE)}
+    assert said - set(SANS_IO) == set()
+
+
+@pytest.mark.parametrize("module", SANS_IO)
+def test_a_sans_io_core_loads_no_io_module(module: str) -> None:
+    """Python runs every parent package's ``__init__`` first, so a package that re-exports an
+    I/O object (a driver, a process child) does so lazily (``supervisor.lazy``), and the data a
+    core takes lives in a data module (``supervisor.proc.spec``, ``actors.session.logfile``)."""
+    code = (f"import sys, {module}; "
+            f"print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {_IO_MODULES!r})))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [], f"importing {module} loads {out.stdout.strip()}"

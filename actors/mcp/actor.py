@@ -46,7 +46,7 @@ from protocol.errors import (
     McpUnknownTool,
 )
 from protocol.models import McpServerInfo, McpServerState
-from supervisor.lazyimport import load
+from supervisor.threadimport import load
 from supervisor.ledger import Ledger
 from supervisor.tree import GiveUp, RestartPolicy, RestartTracker
 

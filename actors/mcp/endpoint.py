@@ -34,7 +34,7 @@ import trio
 from actors.mcp.binding import SessionMcp
 from actors.mcp.registry import McpRegistry
 from protocol.errors import ActorGone, CorralError
-from supervisor.lazyimport import load
+from supervisor.threadimport import load
 
 if TYPE_CHECKING:  # loaded when the endpoint is first wanted (``run``)
     import mcp_types

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Protocol
 
 from msgspec import Meta, Struct
 
-from actors.session.eventlog import Durability
+from actors.session.logfile import Durability
 from supervisor.proc.config import ChildrenConfig
 
 __all__ = ["HarnessConfig", "HarnessesConfig", "SessionSettings", "SessionsConfig", "harness_defaults"]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import trio
 
-from actors.session.eventlog import Durability, EventLog
+from actors.session.eventlog import EventLog
+from actors.session.logfile import Durability
 from actors.session.feed import Feed
 from actors.session.meta import SessionMeta
 from protocol import events as ev

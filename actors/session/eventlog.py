@@ -48,20 +48,25 @@ import os
 from collections.abc import Awaitable, Callable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 import trio
 
-from actors.session.logfile import DECODER, INDEX_STEP, Scan, failed, fsync_directory, read_lines, scan
+from actors.session.logfile import (
+    DECODER,
+    INDEX_STEP,
+    Durability,
+    Scan,
+    failed,
+    fsync_directory,
+    read_lines,
+    scan,
+)
 from protocol.base import format_ts
 from protocol.events import Event, Exit, Permission, Result
 from protocol.messages import EventFrame
 
-__all__ = ["LOG_NAME", "Durability", "EventLog", "EventLogStatistics", "LoadReport"]
-
-Durability = Literal["turn", "event", "none"]
-"""When the log fsyncs: at turn boundaries and within ``fsync_interval``, after every event, or never."""
+__all__ = ["LOG_NAME", "EventLog", "EventLogStatistics", "LoadReport"]
 
 LOG_NAME = "events.jsonl"
 """The log's file name inside a session directory."""

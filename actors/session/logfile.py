@@ -4,6 +4,7 @@ A log is one JSON-encoded ``EventFrame`` per line, ``\\n``-terminated, ``seq`` 1
 session. ``scan`` is the load check (what it cuts and what it refuses is explained in
 ``actors.session.eventlog``); ``read_lines`` is the replay path for frames no longer in memory.
 Both stream the file, so neither holds more than one line (plus the memory tail) at a time.
+``Durability`` (when the log fsyncs) is here, with no trio, for the config and the session core.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -18,7 +20,10 @@ from supervisor.atomic import fsync_directory as fsync_directory
 from protocol.errors import StorageFailed
 from protocol.messages import EventFrame
 
-__all__ = ["DECODER", "INDEX_STEP", "Scan", "failed", "fsync_directory", "read_lines", "scan"]
+__all__ = ["DECODER", "INDEX_STEP", "Durability", "Scan", "failed", "fsync_directory", "read_lines", "scan"]
+
+Durability = Literal["turn", "event", "none"]
+"""When the log fsyncs: at turn boundaries and within ``fsync_interval``, after every event, or never."""
 
 INDEX_STEP = 256
 """Lines between two entries of the sparse offset index: ``index[k]`` is where seq ``k*INDEX_STEP+1`` starts."""

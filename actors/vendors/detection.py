@@ -36,7 +36,7 @@ import msgspec
 import trio
 
 from protocol.models import Detection
-from supervisor.proc.spec import child_env
+from supervisor.proc.identity import child_env
 
 from .probe import ProbeFailed, in_background, parse_version, probe_version
 

@@ -40,12 +40,14 @@ from supervisor.proc import reaper
 from supervisor.proc.pipes import (
     FrameIterator,
     block_until_exited,
+    framer_factory,
     open_pidfd,
     read_stderr_lines,
     receive_chunk,
+    status_of,
     write_all,
 )
-from supervisor.proc.identity import marker_env
+from supervisor.proc.identity import child_env, marker_env
 from supervisor.proc.closing import terminate
 from supervisor.proc.killing import forget_signalled, signal_group, was_signalled
 from supervisor.proc.spawn import Spawned, Spawner, spawn
@@ -54,14 +56,7 @@ from supervisor.proc.spec import ExitReason as ExitReason
 from supervisor.proc.spec import ExitStatus as ExitStatus
 from supervisor.proc.spec import Framing as Framing
 from supervisor.proc.spec import ProcessSpec as ProcessSpec
-from supervisor.proc.spec import (
-    child_env,
-    framer_factory,
-    redact,
-    returncode,
-    status_of,
-    validate,
-)
+from supervisor.proc.spec import redact, returncode, validate
 
 Goodbye = Callable[["ProcessChild"], Awaitable[None]]
 """A protocol's own goodbye, e.g. a shutdown request; ``close`` closes stdin after it."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Mapping
 
 import msgspec
 import psutil
@@ -104,6 +105,21 @@ def marker_env(state_dir: str | None, child_key: str) -> dict[str, str]:
     if state_dir is not None:
         marker[ENV_STATE_DIR] = state_dir
     return marker
+
+
+def child_env(overrides: Mapping[str, str | None], marker: dict[str, str]) -> dict[str, str]:
+    """The environment of a child: ours, with ``overrides`` applied and ``marker`` on top."""
+    env = dict(os.environ)
+    # A daemon that itself runs under a corral must not pass its own marker on.
+    env.pop(ENV_STATE_DIR, None)
+    env.pop(ENV_CHILD_KEY, None)
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    env.update(marker)
+    return env
 
 
 def real_state_dir(state_dir: str | os.PathLike[str]) -> str:

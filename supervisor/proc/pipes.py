@@ -1,4 +1,5 @@
-"""A child's pipes and exit, at the byte level: stdout frames, stderr lines, the exit peek.
+"""A child's pipes and exit, at the byte level: stdout frames (and the framer a spec asks for),
+stderr lines, the exit peek (and the ``ExitStatus`` it makes).
 
 Memory stays bounded whatever the child writes: stdout is read a chunk at a time, only when its
 consumer wants a frame, into a framer that fails as soon as a frame outgrows its limit (a slow
@@ -13,11 +14,19 @@ import errno
 import os
 import signal
 from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 
 import trio
 
 from protocol.errors import ProtocolError
-from protocol.framing import Framer
+from protocol.framing import (
+    ContentLengthFramer,
+    Framer,
+    FramerFactory,
+    LengthPrefixFramer,
+    NdjsonFramer,
+)
+from supervisor.proc.spec import ExitReason, ExitStatus, ProcessSpec
 
 _READ_SIZE = 65536
 
@@ -187,6 +196,26 @@ def peek_exit(pid: int) -> tuple[int | None, str | None]:
         return None, signal.Signals(info.si_status).name
     except ValueError:
         return None, f"SIG{info.si_status}"
+
+
+def framer_factory(spec: ProcessSpec) -> FramerFactory:
+    """What makes the framer of a child's stdout, by ``spec.framing``."""
+    match spec.framing:
+        case "ndjson":
+            return partial(NdjsonFramer, spec.frame_limit)
+        case "content_length":
+            return partial(ContentLengthFramer, spec.frame_limit)
+        case "length_prefix":
+            return partial(LengthPrefixFramer, spec.frame_limit)
+        case "raw":
+            return partial(RawFramer, spec.frame_limit)
+
+
+def status_of(pid: int, *, killed: bool) -> ExitStatus:
+    """How ``pid`` ended (read before it is reaped); ``killed`` says whether we signalled it."""
+    exit_code, sig = peek_exit(pid)
+    reason: ExitReason = "killed" if killed else "crashed" if sig is not None else "exited"
+    return ExitStatus(reason=reason, exit_code=exit_code, signal=sig)
 
 
 def _decode(line: bytes | bytearray) -> str:

@@ -1,28 +1,19 @@
 """What a process child is asked to be (``ProcessSpec``) and how it ended (``ExitStatus``).
 
-Plain data and the pure helpers that interpret it: the child's environment, its framer, the
-exit status read from the kernel. ``supervisor.proc.child`` re-exports both Structs.
+Plain data and the pure helpers that interpret it (checking a spec, redacting a stderr line,
+the return code of a status); no trio and no process library, so the sans-IO cores that take an
+``ExitStatus`` stay light. ``supervisor.proc.child`` re-exports both Structs.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 from collections.abc import Mapping
-from functools import partial
 from typing import Literal
 
 import msgspec
 
-from protocol.framing import (
-    DEFAULT_LIMIT,
-    ContentLengthFramer,
-    FramerFactory,
-    LengthPrefixFramer,
-    NdjsonFramer,
-)
-from supervisor.proc.pipes import RawFramer, peek_exit
-from supervisor.proc.identity import ENV_CHILD_KEY, ENV_STATE_DIR
+from protocol.framing import DEFAULT_LIMIT
 
 Framing = Literal["ndjson", "content_length", "length_prefix", "raw"]
 ExitReason = Literal["exited", "crashed", "killed"]
@@ -85,38 +76,6 @@ def validate(spec: ProcessSpec) -> None:
         raise ValueError(f"child {spec.key!r}: shutdown must be >= 0, got {spec.shutdown}")
     if spec.death_signal is not None and spec.death_signal not in signal.Signals.__members__:
         raise ValueError(f"child {spec.key!r}: unknown death signal {spec.death_signal!r}")
-
-
-def child_env(overrides: Mapping[str, str | None], marker: dict[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    # A daemon that itself runs under a corral must not pass its own marker on.
-    env.pop(ENV_STATE_DIR, None)
-    env.pop(ENV_CHILD_KEY, None)
-    for name, value in overrides.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
-    env.update(marker)
-    return env
-
-
-def framer_factory(spec: ProcessSpec) -> FramerFactory:
-    match spec.framing:
-        case "ndjson":
-            return partial(NdjsonFramer, spec.frame_limit)
-        case "content_length":
-            return partial(ContentLengthFramer, spec.frame_limit)
-        case "length_prefix":
-            return partial(LengthPrefixFramer, spec.frame_limit)
-        case "raw":
-            return partial(RawFramer, spec.frame_limit)
-
-
-def status_of(pid: int, *, killed: bool) -> ExitStatus:
-    exit_code, sig = peek_exit(pid)
-    reason: ExitReason = "killed" if killed else "crashed" if sig is not None else "exited"
-    return ExitStatus(reason=reason, exit_code=exit_code, signal=sig)
 
 
 def returncode(status: ExitStatus) -> int:

@@ -22,7 +22,8 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.session.eventlog import Durability, EventLog  # noqa: E402
+from actors.session.eventlog import EventLog  # noqa: E402
+from actors.session.logfile import Durability  # noqa: E402
 from protocol.events import Assistant, Event, Result, Tool  # noqa: E402
 
 

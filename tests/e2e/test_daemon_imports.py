@@ -47,7 +47,9 @@ async def test_an_idle_daemon_imports_no_sdk(tmp_path: Path, monkeypatch: pytest
     finally:
         assert await stop_daemon(daemon) == 0
     log = (daemon.state_dir / "test-daemon.out").read_text(errors="replace")
-    assert "import time:" in log and "supervisor.server.daemon" in _LINE.findall(log)  # the log is there
+    # The log is there. (importtime logs import statements; a package's lazy export, loaded
+    # through importlib, shows only the modules that one imports in turn.)
+    assert "import time:" in log and "supervisor.server.listener" in _LINE.findall(log)
     assert heavy_in(log) == []
 
 

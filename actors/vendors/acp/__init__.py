@@ -7,47 +7,37 @@ translator's half of ``fs``/``terminal``); ``jobs`` and ``work_runner`` are the 
 session runs as ``Work``; ``errors`` classifies failures; ``detect`` finds the binary;
 ``driver`` ties them together.
 
-The names below load their module on first use (PEP 562): the daemon needs only the profiles
-at start; the rest comes with the harness's driver (``actors.session.drivers``).
+The drivers and detection (trio, probe children) are imported on first use, so the sans-IO
+translator, the launch builder and the wire Structs load without them (``supervisor.lazy``); the
+other names are lazy too, so the daemon, which needs only the profiles at start, loads the rest
+with the harness's driver (``actors.session.drivers``).
 """
 
-from __future__ import annotations
+import typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from supervisor.lazy import lazy_exports as _lazy_exports
 
-if TYPE_CHECKING:
-    from .detect import FEATURES as FEATURES
-    from .driver import AcpDriver as AcpDriver
+if typing.TYPE_CHECKING:
     from .launch import build_launch as build_launch
     from .launch import mcp_servers as mcp_servers
     from .launch import minute_wait as minute_wait
     from .profiles import PROFILES as PROFILES
     from .profiles import Profile as Profile
     from .translate import AcpTranslator as AcpTranslator
+    from .detect import FEATURES as FEATURES
+    from .driver import AcpDriver as AcpDriver
     from .work_runner import AcpWorkRunner as AcpWorkRunner
     from .work_runner import open_work_runner as open_work_runner
-
-_EXPORTS = {
-    "FEATURES": ".detect",
-    "AcpDriver": ".driver",
-    "build_launch": ".launch",
-    "mcp_servers": ".launch",
-    "minute_wait": ".launch",
-    "PROFILES": ".profiles",
-    "Profile": ".profiles",
-    "AcpTranslator": ".translate",
-    "AcpWorkRunner": ".work_runner",
-    "open_work_runner": ".work_runner",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+else:
+    __getattr__, __dir__ = _lazy_exports(__name__, {
+        "build_launch": "actors.vendors.acp.launch",
+        "mcp_servers": "actors.vendors.acp.launch",
+        "minute_wait": "actors.vendors.acp.launch",
+        "PROFILES": "actors.vendors.acp.profiles",
+        "Profile": "actors.vendors.acp.profiles",
+        "AcpTranslator": "actors.vendors.acp.translate",
+        "FEATURES": "actors.vendors.acp.detect",
+        "AcpDriver": "actors.vendors.acp.driver",
+        "AcpWorkRunner": "actors.vendors.acp.work_runner",
+        "open_work_runner": "actors.vendors.acp.work_runner",
+    })

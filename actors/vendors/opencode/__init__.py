@@ -5,49 +5,39 @@ fingerprint, leased by sessions); ``transport.ServerChild`` is a session's proce
 it; ``translate`` is the sans-IO core over the virtual wire of ``wire``; ``http`` a small h11
 client; ``launch`` the server launch and its fingerprint; ``errors``, ``detect``, ``driver``.
 
-The names below load their module on first use (PEP 562): the daemon needs only the shared servers' supervisor
-at start; the rest comes with the harness's driver (``actors.session.drivers``).
+The drivers, the server actors and the transport (trio, HTTP, child processes) are imported on
+first use, so the sans-IO translator, the launch builder and ``wire`` load without them
+(``supervisor.lazy``); so are the other names, which the daemon loads with the harness's driver
+(``actors.session.drivers``).
 """
 
-from __future__ import annotations
+import typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from supervisor.lazy import lazy_exports as _lazy_exports
 
-if TYPE_CHECKING:
-    from .detect import FEATURES as FEATURES
-    from .driver import OpenCodeDriver as OpenCodeDriver
+if typing.TYPE_CHECKING:
     from .launch import build_launch as build_launch
     from .launch import fingerprint as fingerprint
     from .launch import permission_rules as permission_rules
+    from .translate import OpenCodeTranslator as OpenCodeTranslator
+    from .detect import FEATURES as FEATURES
+    from .driver import OpenCodeDriver as OpenCodeDriver
     from .server import OpenCodeServer as OpenCodeServer
     from .server import ServerSettings as ServerSettings
     from .servers import OpenCodeServers as OpenCodeServers
-    from .translate import OpenCodeTranslator as OpenCodeTranslator
     from .transport import ServerChild as ServerChild
     from .transport import open_server_child as open_server_child
-
-_EXPORTS = {
-    "FEATURES": ".detect",
-    "OpenCodeDriver": ".driver",
-    "build_launch": ".launch",
-    "fingerprint": ".launch",
-    "permission_rules": ".launch",
-    "OpenCodeServer": ".server",
-    "ServerSettings": ".server",
-    "OpenCodeServers": ".servers",
-    "OpenCodeTranslator": ".translate",
-    "ServerChild": ".transport",
-    "open_server_child": ".transport",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+else:
+    __getattr__, __dir__ = _lazy_exports(__name__, {
+        "build_launch": "actors.vendors.opencode.launch",
+        "fingerprint": "actors.vendors.opencode.launch",
+        "permission_rules": "actors.vendors.opencode.launch",
+        "OpenCodeTranslator": "actors.vendors.opencode.translate",
+        "FEATURES": "actors.vendors.opencode.detect",
+        "OpenCodeDriver": "actors.vendors.opencode.driver",
+        "OpenCodeServer": "actors.vendors.opencode.server",
+        "ServerSettings": "actors.vendors.opencode.server",
+        "OpenCodeServers": "actors.vendors.opencode.servers",
+        "ServerChild": "actors.vendors.opencode.transport",
+        "open_server_child": "actors.vendors.opencode.transport",
+    })
