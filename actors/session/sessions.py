@@ -34,7 +34,7 @@ from actors.harness import Driver, HarnessRequest
 from actors.session.actor import Session
 from actors.session.deps import SessionDeps
 from actors.session.child import KILL_MARGIN
-from actors.session.ended import ClosedSession, close_after_crash
+from actors.session.closedsession import ClosedSession, close_after_crash
 from actors.session.eventlog import EventLog
 from actors.session.framelog import FrameLog, open_frame_log
 from actors.session.meta import SessionMeta, StoredMcpServer, list_sessions, meta_from_create, write_meta
