@@ -17,8 +17,8 @@ import pytest
 
 from actors.workspace.requests import WorktreeRequests
 from protocol import events as ev
+from protocol.errors import BadRequest, SessionBusy, StorageFailed, UnknownSession, Unsupported
 from protocol.events import SessionState
-from protocol.errors import BadRequest, SessionBusy, StorageFailed, Unsupported, UnknownSession
 from protocol.messages import SessionCreate
 from protocol.models import SessionInfo, WorkspaceSpec
 
