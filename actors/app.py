@@ -10,11 +10,9 @@ server's ``[daemon]`` among them, which no other module of ``actors`` may import
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import logging
 import os
-import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,7 +50,8 @@ from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode.servers import OpenCodeServers
 from actors.workspace import Workspaces, WorkspacesConfig
-from protocol.errors import CorralError, SessionBusy, UnknownMethod
+from actors.workspace.requests import WorktreeRequests
+from protocol.errors import UnknownMethod
 from protocol.messages import (
     ClientRequest,
     DaemonShutdown,
@@ -84,7 +83,7 @@ from protocol.messages import (
     WorkspaceDiscard,
     WorkspaceMerge,
 )
-from protocol.models import SessionInfo, WorkspaceSpec
+from protocol.models import WorkspaceSpec
 from supervisor import __version__
 from supervisor.cli import commands
 from supervisor.config import LoadedConfig, load_config
@@ -268,6 +267,7 @@ class App:
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result)
+        self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
         native = self.sessions.drivers.get("native")
@@ -319,7 +319,7 @@ class App:
             case HarnessList(models=models):
                 return HarnessListResult(harnesses=await self.sessions.detections(models=models))
             case SessionCreate(workspace=WorkspaceSpec()):
-                info = await self._create_in_workspace(request)
+                info = await self.worktrees.create(request)
                 return SessionResult(session=info, warnings=self.sessions.warnings(info.id))
             case SessionCreate():
                 shared, key = await self.mcp.prepare(request)
@@ -345,12 +345,9 @@ class App:
                 self.sessions.get(sid)
                 return await self.workspaces.commit(sid, message)
             case WorkspaceMerge(session_id=sid, strategy=strategy):
-                ended = not isinstance(await self.sessions.current(sid), Session)
-                merged = await self.workspaces.merge(sid, strategy, ended=ended)
-                await self.sessions.announce(sid, self.workspaces.event(sid, "merged"))
-                return merged
+                return await self.worktrees.merge(sid, strategy)
             case WorkspaceDiscard(session_id=sid, force=force):
-                await self._discard(sid, force=force, by=connection_id)
+                await self.worktrees.discard(sid, force=force, by=connection_id)
                 return Empty()
             case McpList():
                 return McpListResult(servers=self.mcp.registry.infos())
@@ -375,53 +372,6 @@ class App:
         """A live session's request (its cwd and MCP servers), for the native workers' asks."""
         session = self.sessions.live.get(session_id)
         return session.core.request if session is not None else None
-
-    # --- workspaces: the seam until the session table calls them itself --------------------
-
-    async def _create_in_workspace(self, request: SessionCreate) -> SessionInfo:
-        """``session.create`` with a ``workspace``: the worktree first, then the session in it.
-
-        The session id is chosen here so the worktree is made for it; a session that cannot
-        be created takes its worktree with it. The first prompt waits for the ``workspace``
-        event, so that event comes before the turn in the session's log.
-        """
-        session_id = f"s-{secrets.token_hex(6)}"
-        record = await self.workspaces.place(session_id, request.workspace or _NO_WORKSPACE,
-                                             cwd=request.cwd, label=request.name)
-        if record is None:  # mode "none": today's behaviour
-            return await self.sessions.create(request, session_id=session_id)
-        plain = msgspec.structs.replace(request, cwd=record.cwd, workspace=None, prompt=None)
-        try:
-            await self.sessions.create(plain, session_id=session_id)
-            await self.workspaces.bind(record)
-        except BaseException:
-            with trio.CancelScope(shield=True):
-                with contextlib.suppress(CorralError):  # it may not exist, or be closed already
-                    await self.sessions.live_session(session_id).close("session")
-                await self.workspaces.release(record)
-            raise
-        await self.sessions.announce(session_id, self.workspaces.event(session_id, "created"))
-        found = self.sessions.get(session_id)
-        if request.prompt and isinstance(found, Session):
-            await found.prompt(request.prompt, "session")
-        return self.workspaces.describe(found.info())
-
-    async def _discard(self, session_id: str, *, force: bool, by: str) -> None:
-        """``workspace.discard``: an open session is ``session_busy`` unless ``force`` closes it."""
-        self.sessions.get(session_id)  # ``unknown_session`` first
-        record = self.workspaces.owned(session_id)  # ``unsupported`` before anything is closed
-        found = await self.sessions.current(session_id)  # a session that told ``closed`` has ended
-        if isinstance(found, Session):
-            if not force:
-                raise SessionBusy(f"session {session_id} is {found.state}: close it first, or "
-                                  "discard with force to close it and discard its worktree")
-            await found.close(by)
-        await self.workspaces.discard(session_id)
-        if not (record.removed and record.state == "discarded"):  # a second discard is a no-op
-            await self.sessions.announce(session_id, self.workspaces.event(session_id, "discarded"))
-
-
-_NO_WORKSPACE = WorkspaceSpec()
 
 
 def _goal_as_prompt(request: SessionCreate) -> SessionCreate:

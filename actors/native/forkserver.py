@@ -82,7 +82,7 @@ PRELOAD = (
     "openai",
     "anthropic",
     "actors.native.worker.main",
-    "actors.native.worker.core",
+    "actors.native.worker.handler",
     "actors.native.models.openai_responses",
     "actors.native.models.openai_chat",
     "actors.native.models.anthropic_messages",

@@ -71,7 +71,7 @@ async def _warm_up(root: Path) -> list[str]:
 
 async def _turn(root: Path, kind: ProviderKind, port: int) -> str | None:
     """One turn of a real worker on ``kind``; what went wrong, or ``None``."""
-    from actors.native.worker.core import StartFailed, Worker
+    from actors.native.worker.handler import StartFailed, Worker
 
     events: list[Event] = []
     changed = asyncio.Event()

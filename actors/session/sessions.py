@@ -36,7 +36,7 @@ from actors.session.actor import Session
 from actors.session.deps import SessionDeps
 from actors.session.drivers import driver_of, load_all
 from actors.session.child import KILL_MARGIN
-from actors.session.ended import ClosedSession, close_after_crash
+from actors.session.closedsession import ClosedSession, close_after_crash
 from actors.session.eventlog import EventLog
 from actors.session.framelog import FrameLog, open_frame_log
 from actors.session.meta import SessionMeta, StoredMcpServer, list_sessions, meta_from_create, write_meta

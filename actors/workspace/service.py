@@ -11,6 +11,9 @@ request handlers call.
 * ``describe``: ``SessionInfo`` with ``repo`` and ``workspace`` filled in.
 * ``run``: the boot reconcile (``actors.workspace.reconcile``) as a child of the root.
 
+The requests that involve a session too (``session.create`` with a worktree, ``workspace.merge``
+and ``workspace.discard``) are ``actors.workspace.requests.WorktreeRequests``, built on these.
+
 Every git operation on one repository holds that repository's lock (a ``trio.Lock`` per git
 common directory): git's own locks make a second writer fail rather than wait, and two
 ``worktree add`` at once can race on ``.git/worktrees``. Records are written in a worker

@@ -56,7 +56,7 @@ def main() -> int:
 
 
 async def _serve(in_fd: int, out_fd: int) -> int:
-    from .core import StartFailed, Worker  # ADK is imported here, after the pipes are safe
+    from .handler import StartFailed, Worker  # ADK is imported here, after the pipes are safe
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_READ_SIZE)

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from google.adk.models.base_llm import BaseLlm
 
-from actors.native.worker.core import Worker
+from actors.native.worker.handler import Worker
 from protocol.events import Event, Permission, Result, Tool
 from protocol.models import Permissions
 from protocol.native_context import ContextSettings

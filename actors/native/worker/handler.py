@@ -1,4 +1,5 @@
-"""The native worker's core: commands in (``protocol.native``), corral events out. No stdio here.
+"""The native worker's command handler: commands in (``protocol.native``), corral events out. No
+stdio here.
 
 ``Worker.handle`` takes one command at a time and never blocks on a turn: a prompt starts the
 turn as a task, and everything else (steer, interrupt, decisions, set_model) reaches the running
