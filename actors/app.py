@@ -72,6 +72,7 @@ from protocol.messages import (
     SessionResult,
     SessionResume,
     SessionSetModel,
+    SessionSetPermissions,
     WorkspaceCommit,
     WorkspaceDiff,
     WorkspaceDiscard,
@@ -306,6 +307,7 @@ class App:
                 return Empty()  # closing an ended session is a no-op
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
+                  | SessionSetPermissions(session_id=sid)
                   | SessionCompact(session_id=sid) | SessionClose(session_id=sid)):
                 result: msgspec.Struct = await self.sessions.live_session(sid).call(request, connection_id)
                 if isinstance(request, SessionClose):

@@ -133,6 +133,7 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.interrupt": Empty,
     "session.permission": Empty,
     "session.set_model": Empty,
+    "session.set_permissions": Empty,
     "session.close": Empty,
     "lsp.list": LspListResult,
     "mcp.list": McpListResult,

@@ -101,6 +101,7 @@ from protocol.messages import (
     SessionPermission,
     SessionPrompt,
     SessionSetModel,
+    SessionSetPermissions,
 )
 from supervisor.proc.spec import ExitStatus
 
@@ -200,6 +201,8 @@ class SessionCore(Endings):
                     self._outputs(self._translator.set_model(model, self._now))
                 self.request = msgspec.structs.replace(self.request, model=model)
                 self._save_meta(model=model)
+            case SessionSetPermissions(mode=mode):
+                self._set_permissions(mode, msg.by)
             case SessionClose():
                 self._closers.append(msg.call)
                 self._begin_close("closed")

@@ -26,7 +26,7 @@ from actors.session.prompts import PromptQueue
 from actors.session.tracker import Tracker
 from protocol import events as ev
 from protocol.events import Decision, SessionState
-from protocol.models import SessionInfo
+from protocol.models import PermissionMode, SessionInfo
 
 __all__ = ["CoreState", "Lifecycle"]
 
@@ -104,6 +104,7 @@ class CoreState:
             id=meta.id, name=meta.name, harness=meta.harness, cwd=meta.cwd, model=meta.model,
             state=self.state, created_at=meta.created_at, last_seq=last_seq,
             restarts=self.restarts, pid=self.pid, vendor_session_id=meta.vendor_session_id,
+            permissions=self.request.permissions.mode,
         )
 
     # --- permissions and the child's departure ---------------------------------------------
@@ -115,6 +116,17 @@ class CoreState:
         if self._translator is not None:
             wire: Decision = "deny" if decision == "timeout" else decision
             self._outputs(self._translator.decide(permission_id, wire, self._now))
+
+    def _set_permissions(self, mode: PermissionMode, by: str) -> None:
+        """``session.set_permissions``: the policy's mode from now on (and the next child's);
+        open requests the new mode allows are decided by the policy at once."""
+        permissions = msgspec.structs.replace(self.request.permissions, mode=mode)
+        self.request = msgspec.structs.replace(self.request, permissions=permissions)
+        self.approvals.policy.permissions = permissions
+        self._save_meta(permissions=permissions)
+        self._emit(ev.PermissionsChanged(mode=mode, by=by))
+        for pid, decision in self.approvals.decidable():
+            self._decide(pid, decision, "policy")
 
     def _cancel_permissions(self) -> None:
         for pid in self.approvals.open_ids():
@@ -143,12 +155,13 @@ class CoreState:
     def _on_event(self, event: ev.Event) -> None:
         match event:
             case ev.Permission(permission_id=pid):
-                self._emit(event)
                 if self.lifecycle == "closing":
+                    self._emit(event)
                     self.approvals.settle(pid)
                     self._emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session"))
                     return
                 decision = self.approvals.open(event, self._now)
+                self._emit(msgspec.structs.replace(event, policy=decision is not None))
                 if decision is not None:
                     self._decide(pid, decision, "policy")
             case ev.Result():
@@ -183,7 +196,7 @@ class CoreState:
 
     def _emit(self, event: ev.Event) -> None:
         self._out.append(Emit(event))
-        if not isinstance(event, ev.Status):  # our own status reports are not harness activity
+        if not isinstance(event, (ev.Status, ev.PermissionsChanged)):  # ours, not harness activity
             self.tracker.observe(event, self._now)
         self._announce()
 

@@ -60,12 +60,15 @@ from protocol.messages import (
     SessionResult,
     SessionResume,
     SessionSetModel,
+    SessionSetPermissions,
     SessionSubscribe,
     SessionUnsubscribe,
     SubscribeResult,
     Welcome,
 )
-from protocol.models import ClientInfo, Detection, McpServer, McpServerInfo, Permissions, SessionInfo
+from protocol.models import (
+    ClientInfo, Detection, McpServer, McpServerInfo, PermissionMode, Permissions, SessionInfo,
+)
 
 from supervisor import __version__
 from supervisor.client.subscription import ConnectionLost, RawEventFrame, Router, Subscription
@@ -157,6 +160,10 @@ class Client:
 
     async def set_model(self, session_id: str, model: str) -> None:
         await self._call(SessionSetModel(id=0, session_id=session_id, model=model), Empty)
+
+    async def set_permissions(self, session_id: str, mode: PermissionMode) -> None:
+        """``session.set_permissions``: the session's permission mode from now on."""
+        await self._call(SessionSetPermissions(id=0, session_id=session_id, mode=mode), Empty)
 
     async def compact(self, session_id: str) -> None:
         """``session.compact``: compact an idle native session now (a ``compaction`` event
