@@ -80,6 +80,7 @@ from protocol.messages import (
 )
 from protocol.models import SessionInfo, WorkspaceSpec
 from supervisor import __version__
+from supervisor.acp.config import AcpConfig
 from supervisor.cli import commands
 from supervisor.config import LoadedConfig, load_config
 from supervisor.proc.config import ChildrenConfig
@@ -120,6 +121,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     mcp: McpConfig = McpConfig()
     lsp: LspConfig = LspConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
+    acp: AcpConfig = AcpConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

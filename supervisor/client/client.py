@@ -68,6 +68,7 @@ from protocol.messages import (
 )
 from protocol.models import (
     ClientInfo, Detection, McpServer, McpServerInfo, PermissionMode, Permissions, SessionInfo,
+    WorkspaceSpec,
 )
 
 from supervisor import __version__
@@ -128,11 +129,12 @@ class Client:
                      model: str | None = None, prompt: str | None = None,
                      permissions: Permissions | None = None, env: dict[str, str] | None = None,
                      mcp_servers: list[McpServer] | None = None,
-                     options: dict[str, Any] | None = None) -> SessionInfo:
+                     options: dict[str, Any] | None = None,
+                     workspace: WorkspaceSpec | None = None) -> SessionInfo:
         """Start a session; answered once it exists (its first child may still be starting)."""
         message = SessionCreate(id=0, harness=harness, cwd=cwd, name=name, model=model,
                                 prompt=prompt, permissions=permissions, env=env,
-                                mcp_servers=mcp_servers, options=options)
+                                mcp_servers=mcp_servers, options=options, workspace=workspace)
         return (await self._call(message, SessionResult)).session
 
     async def resume(self, session_id: str, *, env: dict[str, str] | None = None) -> SessionInfo:
