@@ -120,6 +120,10 @@ class _Agent:
         self._send_lock = trio.Lock()
         self._calls: dict[RequestId, _Waiter] = {}
         self._client: Client | None = None
+        self._connected: trio.Event | None = None
+        """Made when ``initialize`` arrives, set once it connected (or failed to): requests
+        that come meanwhile wait for it."""
+        self._connecting = False
         self._harnesses: list[Detection] | None = None
         self.sessions: dict[str, _Attached] = {}
         self._handlers: dict[str, tuple[type[Any], Callable[[Any], Awaitable[msgspec.Struct | None]]]] = {
@@ -158,6 +162,8 @@ class _Agent:
             return
         match message:
             case Request():
+                if message.method == "initialize" and self._connected is None:
+                    self._connected = trio.Event()  # before any later request's task looks
                 self._nursery.start_soon(self._serve, message)
             case Notification(method="session/cancel", params=params):
                 cancel = decode_as(params, s.SessionParams, "session/cancel params")
@@ -175,6 +181,8 @@ class _Agent:
             if handler is None:
                 raise RpcFailure(METHOD_NOT_FOUND, f"method {request.method} is not served")
             params_type, handle = handler
+            if request.method != "initialize":
+                await self._wait_connected()
             try:
                 params = decode_as(request.params, params_type, f"{request.method} params")
             except ProtocolError as exc:
@@ -211,6 +219,11 @@ class _Agent:
 
     # --- the daemon -------------------------------------------------------------------------
 
+    async def _wait_connected(self) -> None:
+        if self._connected is None:
+            raise RpcFailure(INVALID_PARAMS, "initialize first")
+        await self._connected.wait()
+
     @property
     def client(self) -> Client:
         if self._client is None:
@@ -244,10 +257,21 @@ class _Agent:
     # --- requests ---------------------------------------------------------------------------
 
     async def initialize(self, params: s.InitializeParams) -> s.InitializeResult:
-        if self._client is None:
+        connected = self._connected
+        if connected is None:  # not through _dispatch (which makes it): a bug of ours
+            raise RpcFailure(INTERNAL_ERROR, "initialize arrived unannounced")
+        if not self._connecting:
+            self._connecting = True
             name = params.client_info.name if params.client_info is not None else "editor"
-            await self._nursery.start(lambda task_status: self._hold_client(f"acp:{name}",
-                                                                            task_status=task_status))
+            try:
+                await self._nursery.start(lambda task_status: self._hold_client(
+                    f"acp:{name}", task_status=task_status))
+            except BaseException:
+                self._connected, self._connecting = None, False  # a later initialize tries again
+                raise
+            finally:
+                connected.set()  # what waited sees the client, or "initialize first"
+        await connected.wait()
         return s.InitializeResult(
             protocol_version=s.PROTOCOL_VERSION,
             agent_capabilities=s.AgentCapabilities(
@@ -460,7 +484,11 @@ class _Agent:
         if isinstance(answer, ErrorResponse):
             log.info("permission %s of %s: the editor failed it: %s", pid, sid, answer.error.message)
             return
-        outcome = decode_as(answer.result, s.PermissionAnswer, "session/request_permission result").outcome
+        try:
+            outcome = decode_as(answer.result, s.PermissionAnswer, "session/request_permission result").outcome
+        except ProtocolError as exc:
+            log.warning("permission %s of %s: %s", pid, sid, exc.message)
+            return
         decision = _DECISIONS.get(outcome.option_id or "") if outcome.outcome == "selected" else None
         if decision is None:
             return  # cancelled (after session/cancel, whose interrupt cancels it)

@@ -251,8 +251,8 @@ class Location(_Out, frozen=True, kw_only=True):
 
 class PlanEntry(_Out, frozen=True, kw_only=True):
     content: str
-    priority: Literal["high", "medium", "low"] = "medium"
-    status: Literal["pending", "in_progress", "completed"] = "pending"
+    priority: Literal["high", "medium", "low"]  # required, so never left out as a default
+    status: Literal["pending", "in_progress", "completed"]
 
 
 class AvailableCommand(_Out, frozen=True, kw_only=True):
@@ -262,7 +262,7 @@ class AvailableCommand(_Out, frozen=True, kw_only=True):
 
 class Cost(_Out, frozen=True, kw_only=True):
     amount: float
-    currency: str = "USD"
+    currency: str
 
 
 class Update(_Out, frozen=True, kw_only=True):

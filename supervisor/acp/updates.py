@@ -186,7 +186,7 @@ class Updates:
         usage = result.usage
         used = (usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
                 + usage.output_tokens)
-        cost = Cost(amount=result.cost_usd) if result.cost_usd is not None else None
+        cost = Cost(amount=result.cost_usd, currency="USD") if result.cost_usd is not None else None
         return Update(session_update="usage_update", used=used, size=self._window, cost=cost,
                       meta={"corral": {"usage": {
                           "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
@@ -235,7 +235,7 @@ def _plan_entries(items: list[Any]) -> list[PlanEntry]:
     entries = []
     for item in items:
         if isinstance(item, str):
-            entries.append(PlanEntry(content=item))
+            entries.append(PlanEntry(content=item, priority="medium", status="pending"))
             continue
         if not isinstance(item, dict):
             continue

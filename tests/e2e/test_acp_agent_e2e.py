@@ -179,6 +179,11 @@ def test_the_fake_harness_through_an_editor(tmp_path: Path, state: Path) -> None
             assert done.stop_reason == "end_turn" and len(editor.asked) == asked_before
             assert json.loads(corral(state, "ls", "--json"))[0]["permissions"] == "auto"
 
+            # the model config option switches the model
+            changed = await conn.set_config_option(config_id="model", session_id=sid, value="fake-2")
+            assert [o.current_value for o in changed.config_options if o.id == "model"] == ["fake-2"]
+            assert json.loads(corral(state, "ls", "--json"))[0]["model"] == "fake-2"
+
             # a prompt by another client shows as the user's message
             mark = len(editor.updates)
             await asyncio.to_thread(corral, state, "send", sid, "from", "the", "cli")
@@ -190,9 +195,12 @@ def test_the_fake_harness_through_an_editor(tmp_path: Path, state: Path) -> None
             assert listed.sessions[0].updated_at
             assert (await conn.list_sessions(cwd=str(tmp_path))).sessions == []
 
-        # a new facade (the editor restarted it) loads the session: the history comes first
+        # a new facade (the editor restarted it): resume attaches without a replay, load
+        # replays the history before it answers
         editor = Editor()
         async with facade(state, editor) as conn:
+            resumed = await conn.resume_session(cwd=str(work), session_id=sid, mcp_servers=[])
+            assert resumed.modes is not None and editor.updates == []
             loaded = await conn.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
             assert loaded.modes is not None and loaded.modes.current_mode_id == "auto"
             replayed = [u.content.text for u in editor.of("user_message_chunk")]
@@ -205,6 +213,42 @@ def test_the_fake_harness_through_an_editor(tmp_path: Path, state: Path) -> None
         assert json.loads(corral(state, "ls", "--json"))[0]["state"] == "closed"
 
     asyncio.run(asyncio.wait_for(scenario(), TIMEOUT))
+
+
+async def _rpc_lines(process: asyncio.subprocess.Process, count: int) -> list[dict[str, Any]]:
+    assert process.stdout is not None
+    return [json.loads(await process.stdout.readline()) for _ in range(count)]
+
+
+def test_stdout_carries_only_the_protocol_and_the_daemon_is_started_on_demand(state: Path) -> None:
+    async def scenario() -> tuple[list[dict[str, Any]], bytes]:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "actors.app", "acp", "--state-dir", str(state), cwd=str(REPO),
+            env=_env(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        assert process.stdin is not None and process.stderr is not None
+        requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": 1, "clientInfo": {"name": "raw", "version": "0"}}},
+                    {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
+                    {"jsonrpc": "2.0", "id": 3, "method": "no/such", "params": {}}]
+        process.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+        await process.stdin.drain()
+        lines = await _rpc_lines(process, 3)
+        process.stdin.close()
+        assert await process.wait() == 0  # the editor closed stdin: the facade ends cleanly
+        assert process.stdout is not None and await process.stdout.read() == b""
+        return lines, await process.stderr.read()
+
+    lines, stderr = asyncio.run(asyncio.wait_for(scenario(), TIMEOUT))
+    by_id = {line["id"]: line for line in lines}
+    assert by_id[1]["result"]["agentInfo"]["name"] == "corral"
+    capabilities = by_id[1]["result"]["agentCapabilities"]
+    assert capabilities["loadSession"] is True and capabilities["mcpCapabilities"] == {"http": True}
+    assert capabilities["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}}
+    assert by_id[2]["result"] == {"sessions": []}
+    assert by_id[3]["error"]["code"] == -32601
+    assert b"corral daemon started" in stderr  # said on stderr, never on stdout
+    assert (state / "daemon.json").exists()
 
 
 def test_a_native_session_through_an_editor(tmp_path: Path, state: Path) -> None:
