@@ -2,7 +2,8 @@
 
 A client of the daemon like the CLI: ``schema`` (the ACP messages), ``convert`` and ``updates``
 (corral's shapes and events as ACP's, pure), ``turns`` (one attached session's prompts and
-permissions, sans IO) and ``agent`` (the trio shell on stdin/stdout). docs/acp.md is the user's
+permissions, sans IO), ``follow`` (a session's follower and the permission requests) and
+``agent`` (the trio shell on stdin/stdout). docs/acp.md is the user's
 page.
 """
 

@@ -11,9 +11,10 @@ goes through one lock, one whole line at a time; nothing else ever writes there.
 ``initialize`` connects to the daemon (starting it first, as ``corral start`` does, when none
 answers) with the ``hello`` client name ``acp:<clientInfo.name>``, so other clients see the
 editor's prompts and decisions as that client's. Each ACP session *is* a corral session (same
-id). Attaching one (``session/new``, ``load``, ``resume``) starts its follower: a subscription
-from seq 1 whose events go through ``SessionTurns`` (``supervisor.acp.turns``), which says what
-to send the editor and when a prompt is answered. ``load`` answers once the replay is sent;
+id). Attaching one (``session/new``, ``load``, ``resume``) starts its follower
+(``supervisor.acp.follow``): a subscription from seq 1 whose events go through ``SessionTurns``
+(``supervisor.acp.turns``), which says what to send the editor, when a prompt is answered and
+which permission to ask the editor. ``load`` answers once the replay is sent;
 ``resume`` replays quietly (to learn what is still undecided) and sends only what is new.
 
 Nothing here outlives the process but what the daemon holds: a facade that crashed is started
@@ -27,21 +28,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import msgspec
 import trio
 
-from protocol.errors import (
-    AlreadyDecided, CorralError, SessionClosed, UnknownPermission, UnknownSession,
-)
-from protocol.events import Decision, Permission
+from protocol.errors import CorralError, ProtocolError, UnknownSession
 from protocol.framing import NdjsonFramer
 from protocol.jsonrpc import (
     INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, PARSE_ERROR, Endpoint, ErrorResponse,
     Notification, Request, RequestId, Response, decode_as,
 )
-from protocol.errors import ProtocolError
 from protocol.models import Detection, PermissionMode, Permissions, SessionInfo
 
 from supervisor import __version__
@@ -51,17 +48,14 @@ from . import schema as s
 from .convert import (
     UnsupportedContent, mcp_servers, modes, prompt_text, session_result, worktree,
 )
-from .turns import Answered, Ask, SessionTurns, Withdraw
-from .updates import acp_kind, paths_of, title_of
+from .follow import Attached, Waiter, follow
+from .turns import Answered, SessionTurns
 
 __all__ = ["AcpOptions", "RpcFailure", "serve"]
 
 log = logging.getLogger("corral.acp")
 
-_P = TypeVar("_P")
 FRAME_LIMIT = 64 * 1024 * 1024
-_DECISIONS: dict[str, Decision] = {"allow_once": "allow", "allow_always": "allow_always",
-                                   "reject_once": "deny"}
 
 
 class AcpOptions(NamedTuple):
@@ -92,25 +86,6 @@ async def serve(options: AcpOptions, stdin: trio.abc.ReceiveStream,
         nursery.cancel_scope.cancel()
 
 
-class _Waiter:
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.answer: Any = None
-
-
-class _Attached:
-    """One session the editor attached: its turns, its follower's scope and the prompts waiting."""
-
-    def __init__(self, turns: SessionTurns) -> None:
-        self.turns = turns
-        self.scope = trio.CancelScope()
-        self.finished = trio.Event()
-        self.prompts: dict[int, _Waiter] = {}
-        self.asks: trio.Nursery | None = None
-        self.last_ts: str | None = None
-        """The time of the newest event its follower saw."""
-
-
 class _Agent:
     def __init__(self, options: AcpOptions, stdout: trio.abc.SendStream, nursery: trio.Nursery) -> None:
         self.options = options
@@ -118,14 +93,14 @@ class _Agent:
         self._nursery = nursery
         self._endpoint = Endpoint()
         self._send_lock = trio.Lock()
-        self._calls: dict[RequestId, _Waiter] = {}
+        self._calls: dict[RequestId, Waiter] = {}
         self._client: Client | None = None
         self._connected: trio.Event | None = None
         """Made when ``initialize`` arrives, set once it connected (or failed to): requests
         that come meanwhile wait for it."""
         self._connecting = False
         self._harnesses: list[Detection] | None = None
-        self.sessions: dict[str, _Attached] = {}
+        self.sessions: dict[str, Attached] = {}
         self._handlers: dict[str, tuple[type[Any], Callable[[Any], Awaitable[msgspec.Struct | None]]]] = {
             "initialize": (s.InitializeParams, self.initialize),
             "authenticate": (dict, self.authenticate),
@@ -201,13 +176,13 @@ class _Agent:
         async with self._send_lock:
             await self._stdout.send_all(line + b"\n")
 
-    async def _notify(self, session_id: str, update: s.Update) -> None:
+    async def notify(self, session_id: str, update: s.Update) -> None:
         await self._write(self._endpoint.notify("session/update", s.UpdateParams(session_id=session_id,
                                                                                  update=update)))
 
-    async def _call_editor(self, method: str, params: msgspec.Struct) -> Response | ErrorResponse:
+    async def call(self, method: str, params: msgspec.Struct) -> Response | ErrorResponse:
         request_id, data = self._endpoint.request(method, params)
-        waiter = self._calls[request_id] = _Waiter()
+        waiter = self._calls[request_id] = Waiter()
         try:
             await self._write(data)
             await waiter.done.wait()
@@ -335,7 +310,7 @@ class _Agent:
         if not text:
             raise RpcFailure(INVALID_PARAMS, "the prompt has no text")
         token = attached.turns.prompt_sent(text)
-        waiter = attached.prompts[token] = _Waiter()
+        waiter = attached.prompts[token] = Waiter()
         try:
             await self.client.prompt(params.session_id, text)
             await waiter.done.wait()
@@ -375,7 +350,7 @@ class _Agent:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    def _attached(self, session_id: str) -> _Attached:
+    def _attached(self, session_id: str) -> Attached:
         attached = self.sessions.get(session_id)
         if attached is None:
             raise RpcFailure(-32002, f"session {session_id} is not loaded: session/load it first")
@@ -410,92 +385,9 @@ class _Agent:
         if old is not None:
             old.scope.cancel()
             await old.finished.wait()
-        attached = _Attached(SessionTurns(info.id, info.cwd, self.client.connection_id))
+        attached = Attached(SessionTurns(info.id, info.cwd, self.client.connection_id))
         self.sessions[info.id] = attached
-        await self._nursery.start(self._follow, attached, info.last_seq, show_replay)
-
-    async def _follow(self, attached: _Attached, replay_to: int, show_replay: bool, *,
-                      task_status: trio.TaskStatus[None]) -> None:
-        turns, started = attached.turns, False
-        try:
-            with attached.scope:
-                async with trio.open_nursery() as asks:
-                    attached.asks = asks
-                    async with aclosing(self.client.events(turns.session_id, 1)) as frames:
-                        if replay_to < 1:
-                            await self._perform(attached, turns.caught_up())
-                            task_status.started()
-                            started = True
-                        async for frame in frames:
-                            attached.last_ts = frame.ts
-                            actions = turns.receive(frame.event)
-                            if not turns.live and not show_replay:
-                                actions = [a for a in actions if not isinstance(a, s.Update)]
-                            await self._perform(attached, actions)
-                            if not turns.live and frame.seq >= replay_to:
-                                await self._perform(attached, turns.caught_up())
-                                task_status.started()
-                                started = True
-        finally:
-            self._settle(attached, turns.abandon())
-            attached.finished.set()
-        if not started:  # cancelled before the replay ended: the attach is over too
-            task_status.started()
-
-    async def _perform(self, attached: _Attached, actions: list[Any]) -> None:
-        sid = attached.turns.session_id
-        for action in actions:
-            match action:
-                case s.Update():
-                    await self._notify(sid, action)
-                case Answered():
-                    self._settle(attached, [action])
-                case Ask(permission=permission) if attached.asks is not None:
-                    attached.asks.start_soon(self._ask, attached, permission)
-                case Withdraw(permission_id=pid, status=status):
-                    await self._notify(sid, s.Update(session_update="tool_call_update",
-                                                     tool_call_id=pid, status=status))
-
-    def _settle(self, attached: _Attached, answers: list[Answered]) -> None:
-        for answer in answers:
-            waiter = attached.prompts.get(answer.token)
-            if waiter is not None and not waiter.done.is_set():
-                waiter.answer = answer
-                waiter.done.set()
-
-    async def _ask(self, attached: _Attached, permission: Permission) -> None:
-        """Ask the editor; its answer is the decision unless another client decided first."""
-        sid, pid = attached.turns.session_id, permission.permission_id
-        options = [s.PermissionOption(option_id="allow_once", name="Allow", kind="allow_once")]
-        if "allow_always" in permission.options:
-            options.append(s.PermissionOption(option_id="allow_always", name="Always allow",
-                                              kind="allow_always"))
-        options.append(s.PermissionOption(option_id="reject_once", name="Deny", kind="reject_once"))
-        paths = paths_of(permission.input, attached.turns.updates.cwd)
-        call = s.ToolCallRef(tool_call_id=pid, title=title_of(permission.tool, permission.input),
-                             kind=acp_kind(permission.kind, permission.tool), status="pending",
-                             raw_input=permission.input,
-                             locations=[s.Location(path=p) for p in paths] or None)
-        answer = await self._call_editor("session/request_permission",
-                                         s.PermissionParams(session_id=sid, tool_call=call, options=options))
-        if not attached.turns.answered(pid):
-            log.info("permission %s of %s: the editor's late answer is ignored", pid, sid)
-            return
-        if isinstance(answer, ErrorResponse):
-            log.info("permission %s of %s: the editor failed it: %s", pid, sid, answer.error.message)
-            return
-        try:
-            outcome = decode_as(answer.result, s.PermissionAnswer, "session/request_permission result").outcome
-        except ProtocolError as exc:
-            log.warning("permission %s of %s: %s", pid, sid, exc.message)
-            return
-        decision = _DECISIONS.get(outcome.option_id or "") if outcome.outcome == "selected" else None
-        if decision is None:
-            return  # cancelled (after session/cancel, whose interrupt cancels it)
-        try:
-            await self.client.permission(sid, pid, decision)
-        except (AlreadyDecided, UnknownPermission, SessionClosed) as exc:
-            log.info("permission %s of %s: %s", pid, sid, exc.message)
+        await self._nursery.start(follow, self.client, self, attached, info.last_seq, show_replay)
 
 
 def _mode(mode_id: str) -> PermissionMode:

@@ -231,16 +231,18 @@ def test_stdout_carries_only_the_protocol_and_the_daemon_is_started_on_demand(st
                      "params": {"protocolVersion": 1, "clientInfo": {"name": "raw", "version": "0"}}},
                     {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
                     {"jsonrpc": "2.0", "id": 3, "method": "no/such", "params": {}}]
-        process.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+        process.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests) + b"{not json\n")
         await process.stdin.drain()
-        lines = await _rpc_lines(process, 3)
+        lines = await _rpc_lines(process, 4)
         process.stdin.close()
         assert await process.wait() == 0  # the editor closed stdin: the facade ends cleanly
         assert process.stdout is not None and await process.stdout.read() == b""
         return lines, await process.stderr.read()
 
     lines, stderr = asyncio.run(asyncio.wait_for(scenario(), TIMEOUT))
+    assert all(line["jsonrpc"] == "2.0" for line in lines)
     by_id = {line["id"]: line for line in lines}
+    assert by_id[None]["error"]["code"] == -32700  # the garbage line, answered and survived
     assert by_id[1]["result"]["agentInfo"]["name"] == "corral"
     capabilities = by_id[1]["result"]["agentCapabilities"]
     assert capabilities["loadSession"] is True and capabilities["mcpCapabilities"] == {"http": True}
