@@ -101,9 +101,9 @@ class _Agent:
         self._connecting = False
         self._harnesses: list[Detection] | None = None
         self.sessions: dict[str, Attached] = {}
-        self._handlers: dict[str, tuple[type[Any], Callable[[Any], Awaitable[msgspec.Struct | None]]]] = {
+        self._handlers: dict[str, tuple[Any, Callable[[Any], Awaitable[msgspec.Struct | None]]]] = {
             "initialize": (s.InitializeParams, self.initialize),
-            "authenticate": (dict, self.authenticate),
+            "authenticate": (dict[str, Any] | None, self.authenticate),
             "session/new": (s.NewParams, self.new),
             "session/load": (s.LoadParams, self.load),
             "session/resume": (s.LoadParams, self.resume),
@@ -141,7 +141,11 @@ class _Agent:
                     self._connected = trio.Event()  # before any later request's task looks
                 self._nursery.start_soon(self._serve, message)
             case Notification(method="session/cancel", params=params):
-                cancel = decode_as(params, s.SessionParams, "session/cancel params")
+                try:
+                    cancel = decode_as(params, s.SessionParams, "session/cancel params")
+                except ProtocolError as exc:
+                    log.warning("%s", exc.message)  # a notification has no one to answer
+                    return
                 self._nursery.start_soon(self._cancel, cancel.session_id)
             case Notification(method=method):
                 log.debug("notification %s ignored", method)
@@ -256,7 +260,7 @@ class _Agent:
                 session_capabilities=s.SessionCapabilities(list={}, resume={}, close={})),
             agent_info=s.AgentInfo(name="corral", title="corral", version=__version__))
 
-    async def authenticate(self, params: dict[str, Any]) -> None:
+    async def authenticate(self, params: dict[str, Any] | None) -> None:
         """Nothing to do: the daemon's token is read from the state directory."""
         del params
 
@@ -345,8 +349,8 @@ class _Agent:
     async def _cancel(self, session_id: str) -> None:
         try:
             await self.client.interrupt(session_id)
-        except CorralError as exc:
-            log.info("session/cancel of %s: %s", session_id, exc.message)
+        except (CorralError, RpcFailure) as exc:
+            log.info("session/cancel of %s: %s", session_id, exc)
 
     # --- sessions ---------------------------------------------------------------------------
 

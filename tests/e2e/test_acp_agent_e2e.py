@@ -230,6 +230,8 @@ def test_stdout_carries_only_the_protocol_and_the_daemon_is_started_on_demand(st
         requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
                      "params": {"protocolVersion": 1, "clientInfo": {"name": "raw", "version": "0"}}},
                     {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
+                    {"jsonrpc": "2.0", "method": "session/cancel", "params": {"no": "session id"}},
+                    {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s-nope"}},
                     {"jsonrpc": "2.0", "id": 3, "method": "no/such", "params": {}}]
         process.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests) + b"{not json\n")
         await process.stdin.drain()
@@ -243,6 +245,7 @@ def test_stdout_carries_only_the_protocol_and_the_daemon_is_started_on_demand(st
     assert all(line["jsonrpc"] == "2.0" for line in lines)
     by_id = {line["id"]: line for line in lines}
     assert by_id[None]["error"]["code"] == -32700  # the garbage line, answered and survived
+    # (as were the two bad session/cancel notifications before it, which nobody is answered for)
     assert by_id[1]["result"]["agentInfo"]["name"] == "corral"
     capabilities = by_id[1]["result"]["agentCapabilities"]
     assert capabilities["loadSession"] is True and capabilities["mcpCapabilities"] == {"http": True}
