@@ -47,6 +47,7 @@ class Editor:
     async def request_permission(self, options: list[schema.PermissionOption], session_id: str,
                                  tool_call: schema.ToolCallUpdate, **kwargs: Any) -> schema.RequestPermissionResponse:
         self.asked.append((session_id, tool_call))
+        self.changed.set()
         assert {o.kind for o in options} >= {"allow_once", "reject_once"}
         if self.before_answer is not None:
             await self.before_answer(session_id, tool_call)
@@ -286,3 +287,38 @@ def test_a_native_session_through_an_editor(tmp_path: Path, state: Path) -> None
 
     with ServerThread(server) as thread:
         asyncio.run(asyncio.wait_for(scenario(f"{thread.url}/v1"), TIMEOUT))
+
+
+def test_a_permission_open_when_the_facade_dies_is_asked_again_after_load(tmp_path: Path, state: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+
+    async def scenario() -> None:
+        editor = Editor()
+        never = asyncio.Event()
+
+        async def hold(session_id: str, tool_call: Any) -> None:
+            await never.wait()  # the editor shows the request; the facade dies meanwhile
+
+        editor.before_answer = hold
+        async with acp.spawn_agent_process(
+                editor, sys.executable, "-m", "actors.app", "acp", "--state-dir", str(state),
+                "--harness", "fake", env=_env(), cwd=str(REPO)) as (conn, process):
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
+            turn = asyncio.create_task(conn.prompt(session_id=sid, prompt=[acp.text_block("/ask echo later")]))
+            await editor.until(lambda: editor.asked)
+            process.kill()
+            await process.wait()
+            turn.cancel()
+
+        editor = Editor()
+        async with facade(state, editor) as conn:
+            await conn.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
+            (asked_sid, asked), = editor.asked  # asked again once the replay was sent
+            assert asked_sid == sid and asked.raw_input == {"command": "echo later"}
+            await editor.until(lambda: any(u.status == "completed" for u in editor.of("tool_call_update")))
+            [done] = [u for u in editor.of("tool_call_update") if u.status == "completed"]
+            assert done.content[0].content.text == "later\n"
+
+    asyncio.run(asyncio.wait_for(scenario(), TIMEOUT))
