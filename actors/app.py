@@ -78,6 +78,7 @@ from protocol.messages import (
     SessionResult,
     SessionResume,
     SessionSetModel,
+    SessionSetPermissions,
     WorkspaceCommit,
     WorkspaceDiff,
     WorkspaceDiscard,
@@ -85,6 +86,7 @@ from protocol.messages import (
 )
 from protocol.models import WorkspaceSpec
 from supervisor import __version__
+from supervisor.acp.config import AcpConfig
 from supervisor.cli import commands
 from supervisor.config import LoadedConfig, load_config
 from supervisor.proc.config import ChildrenConfig
@@ -128,6 +130,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     mcp: McpConfig = McpConfig()
     lsp: LspConfig = LspConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
+    acp: AcpConfig = AcpConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -357,6 +360,7 @@ class App:
                 return Empty()  # closing an ended session is a no-op
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
+                  | SessionSetPermissions(session_id=sid)
                   | SessionCompact(session_id=sid) | SessionClose(session_id=sid)):
                 result: msgspec.Struct = await self.sessions.live_session(sid).call(
                     request, connection_id, by_name=self.host.roster.name(connection_id))

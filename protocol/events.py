@@ -26,6 +26,7 @@ SessionState = Literal[
 ]
 ExitReason = Literal["exited", "crashed", "killed", "closed", "daemon_restarted"]
 WorkspaceChange = Literal["created", "changed", "merged", "discarded"]
+PermissionMode = Literal["ask", "auto_edit", "auto", "inherit"]
 
 
 class Usage(Data, kw_only=True, frozen=True):
@@ -93,6 +94,9 @@ class Permission(Message, tag="permission", kw_only=True, frozen=True):
     kind: ToolKind = "other"
     input: Any = None
     options: list[str] = msgspec.field(default_factory=lambda: ["allow", "deny"])
+    policy: bool = False
+    """True when the session's policy answers it at once (its ``permission_decided`` by
+    ``policy`` follows): no client needs to ask anyone. An addition: older logs lack it."""
 
 
 class PermissionDecided(Message, tag="permission_decided", kw_only=True, frozen=True):
@@ -105,6 +109,14 @@ class PermissionDecided(Message, tag="permission_decided", kw_only=True, frozen=
     """Who decided in words a person knows: the deciding client's name from its ``hello``
     (``cli``, ``browser``, …), else ``by`` itself (``policy``, ``session``). Empty in events
     written before it existed: show ``by`` then."""
+
+
+class PermissionsChanged(Message, tag="permissions", kw_only=True, frozen=True):
+    """The session's permission mode changed (``session.set_permissions``); ``by`` is the
+    connection id that changed it. An addition beyond PROTOCOL.md's core table."""
+
+    mode: PermissionMode
+    by: str
 
 
 class Result(Message, tag="result", kw_only=True, frozen=True):
@@ -223,6 +235,7 @@ Event = (
     | Tool
     | Permission
     | PermissionDecided
+    | PermissionsChanged
     | Result
     | Error
     | UsageReport
@@ -237,6 +250,6 @@ Event = (
 """Every normalized event kind, discriminated by ``type``."""
 
 EVENT_TYPES: tuple[type[Message], ...] = (
-    Init, Assistant, Thought, User, Tool, Permission, PermissionDecided,
+    Init, Assistant, Thought, User, Tool, Permission, PermissionDecided, PermissionsChanged,
     Result, Error, UsageReport, Limits, Status, Restarted, Exit, Workspace, Checkpoint, Compaction,
 )

@@ -28,6 +28,7 @@ from .requests import SessionPrompt as SessionPrompt
 from .requests import SessionInterrupt as SessionInterrupt
 from .requests import SessionPermission as SessionPermission
 from .requests import SessionSetModel as SessionSetModel
+from .requests import SessionSetPermissions as SessionSetPermissions
 from .requests import SessionClose as SessionClose
 from .requests import SessionCompact as SessionCompact
 from .requests import SessionResume as SessionResume

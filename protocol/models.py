@@ -7,9 +7,8 @@ from typing import Literal
 import msgspec
 
 from .base import Data
+from .events import PermissionMode as PermissionMode  # defined with the ``permissions`` event
 from .events import SessionState
-
-PermissionMode = Literal["ask", "auto_edit", "auto", "inherit"]
 
 
 class Permissions(Data, kw_only=True, frozen=True):
@@ -119,6 +118,8 @@ class SessionInfo(Data, kw_only=True, frozen=True):
     vendor_session_id: str | None = None
     repo: str | None = None
     workspace: WorkspaceInfo | None = None
+    permissions: PermissionMode = "ask"
+    """The session's permission mode now (``session.set_permissions`` changes it)."""
 
 
 class ProviderInfo(Data, kw_only=True, frozen=True):

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from .base import Message
 from .events import Decision
-from .models import McpServer, Permissions, WorkspaceSpec
+from .models import McpServer, PermissionMode, Permissions, WorkspaceSpec
 
 
 class Request(Message, kw_only=True, frozen=True):
@@ -99,6 +99,14 @@ class SessionSetModel(Request, tag="session.set_model", kw_only=True, frozen=Tru
 
     session_id: str
     model: str
+
+
+class SessionSetPermissions(Request, tag="session.set_permissions", kw_only=True, frozen=True):
+    """Set the session's permission mode from now on (its ``allow_tools`` stay); every client
+    sees a ``permissions`` event. Open requests the new mode allows are decided by the policy."""
+
+    session_id: str
+    mode: PermissionMode
 
 
 class SessionClose(Request, tag="session.close", kw_only=True, frozen=True):
@@ -203,6 +211,7 @@ ClientRequest = (
     | SessionInterrupt
     | SessionPermission
     | SessionSetModel
+    | SessionSetPermissions
     | SessionClose
     | SessionResume
     | SessionCompact
@@ -225,6 +234,6 @@ REQUEST_TYPES: dict[str, type[Request]] = {
         SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
         McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
         UiLoginCode,
-        SessionCompact,
+        SessionCompact, SessionSetPermissions,
     )
 }

@@ -149,6 +149,7 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "session.interrupt": Empty,
     "session.permission": Empty,
     "session.set_model": Empty,
+    "session.set_permissions": Empty,
     "session.close": Empty,
     "lsp.list": LspListResult,
     "mcp.list": McpListResult,

@@ -183,6 +183,7 @@ SANS_IO = (
     "actors.vendors.pi.translate",
     "protocol.framing",
     "protocol.jsonrpc",
+    "supervisor.acp.turns",
     "supervisor.server.connection_core",
 )
 """The sans-IO cores: every module whose docstring's summary says so, and the wire they share."""

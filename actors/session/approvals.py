@@ -50,6 +50,11 @@ class Approvals:
         self._decided.add(permission_id)
         return self._open.pop(permission_id, None) is not None
 
+    def decidable(self) -> list[tuple[str, Decision]]:
+        """The open requests the policy answers now (after its mode changed), oldest first."""
+        answers = ((pid, self.policy.decide(request)) for pid, request in self._open.items())
+        return [(pid, decision) for pid, decision in answers if decision is not None]
+
     def open_ids(self) -> list[str]:
         """The ids still waiting, oldest first."""
         return list(self._open)

@@ -112,6 +112,7 @@ from protocol.messages import (
     SessionPermission,
     SessionPrompt,
     SessionSetModel,
+    SessionSetPermissions,
 )
 from protocol.models import SessionInfo
 from supervisor.proc.spec import ExitStatus
@@ -279,6 +280,8 @@ class SessionCore:
                     s.outputs(s.translator.set_model(model, s.now))
                 s.request = msgspec.structs.replace(s.request, model=model)
                 s.save_meta(model=model)
+            case SessionSetPermissions(mode=mode):
+                s.set_permissions(mode, msg.by)
             case SessionClose():
                 s.closers.append(msg.call)
                 self._endings.begin_close("closed")

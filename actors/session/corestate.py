@@ -29,7 +29,7 @@ from actors.session.prompts import PromptQueue
 from actors.session.tracker import Tracker
 from protocol import events as ev
 from protocol.events import Decision, SessionState
-from protocol.models import SessionInfo
+from protocol.models import PermissionMode, SessionInfo
 
 __all__ = ["CoreState", "Lifecycle"]
 
@@ -117,6 +117,7 @@ class CoreState:
             id=meta.id, name=meta.name, harness=meta.harness, cwd=meta.cwd, model=meta.model,
             state=self.state, created_at=meta.created_at, last_seq=last_seq,
             restarts=self.restarts, pid=self.pid, vendor_session_id=meta.vendor_session_id,
+            permissions=self.request.permissions.mode,
         )
 
     # --- permissions and the child's departure ---------------------------------------------
@@ -130,6 +131,17 @@ class CoreState:
         if self.translator is not None:
             wire: Decision = "deny" if decision == "timeout" else decision
             self.outputs(self.translator.decide(permission_id, wire, self.now))
+
+    def set_permissions(self, mode: PermissionMode, by: str) -> None:
+        """``session.set_permissions``: the policy's mode from now on (and the next child's);
+        open requests the new mode allows are decided by the policy at once."""
+        permissions = msgspec.structs.replace(self.request.permissions, mode=mode)
+        self.request = msgspec.structs.replace(self.request, permissions=permissions)
+        self.approvals.policy.permissions = permissions
+        self.save_meta(permissions=permissions)
+        self.emit(ev.PermissionsChanged(mode=mode, by=by))
+        for pid, decision in self.approvals.decidable():
+            self.decide(pid, decision, "policy")
 
     def cancel_permissions(self) -> None:
         for pid in self.approvals.open_ids():
@@ -160,13 +172,14 @@ class CoreState:
         """An event of the harness: recorded, and acted on (permissions, results, its init)."""
         match event:
             case ev.Permission(permission_id=pid):
-                self.emit(event)
                 if self.lifecycle == "closing":
+                    self.emit(event)
                     self.approvals.settle(pid)
                     self.emit(ev.PermissionDecided(permission_id=pid, decision="cancelled", by="session",
                                            by_name="session"))
                     return
                 decision = self.approvals.open(event, self.now)
+                self.emit(msgspec.structs.replace(event, policy=decision is not None))
                 if decision is not None:
                     self.decide(pid, decision, "policy")
             case ev.Result():
@@ -202,7 +215,7 @@ class CoreState:
 
     def emit(self, event: ev.Event) -> None:
         self.out.append(Emit(event))
-        if not isinstance(event, ev.Status):  # our own status reports are not harness activity
+        if not isinstance(event, (ev.Status, ev.PermissionsChanged)):  # ours, not harness activity
             self.tracker.observe(event, self.now)
         self.announce()
 

@@ -29,6 +29,7 @@ from protocol.events import (
     Limits,
     Permission,
     PermissionDecided,
+    PermissionsChanged,
     Restarted,
     Result,
     Status,
@@ -164,6 +165,8 @@ def describe(event: Event, *, color: bool = False) -> str:
             return f"? permission {pid}: {tool} [{kind}] {short(tool_input)} ({'/'.join(options)})"
         case PermissionDecided(permission_id=pid, decision=decision, by=by, by_name=by_name):
             return f"permission {pid}: {decision} (by {by_name or by})"
+        case PermissionsChanged(mode=mode, by=by):
+            return dim(f"· permission mode {mode} (by {by})")
         case Result():
             return _result_line(event)
         case Error(error_class=error_class, code=code, message=message):

@@ -61,12 +61,16 @@ from protocol.messages import (
     SessionResult,
     SessionResume,
     SessionSetModel,
+    SessionSetPermissions,
     SessionSubscribe,
     SessionUnsubscribe,
     SubscribeResult,
     Welcome,
 )
-from protocol.models import ClientInfo, Detection, McpServer, McpServerInfo, Permissions, SessionInfo
+from protocol.models import (
+    ClientInfo, Detection, McpServer, McpServerInfo, PermissionMode, Permissions, SessionInfo,
+    WorkspaceSpec,
+)
 
 from supervisor import __version__
 from supervisor.client.subscription import ConnectionLost, RawEventFrame, Router, Subscription
@@ -128,11 +132,12 @@ class Client:
                      model: str | None = None, prompt: str | None = None,
                      permissions: Permissions | None = None, env: dict[str, str] | None = None,
                      mcp_servers: list[McpServer] | None = None,
-                     options: dict[str, Any] | None = None) -> SessionInfo:
+                     options: dict[str, Any] | None = None,
+                     workspace: WorkspaceSpec | None = None) -> SessionInfo:
         """Start a session; answered once it exists (its first child may still be starting)."""
         message = SessionCreate(id=0, harness=harness, cwd=cwd, name=name, model=model,
                                 prompt=prompt, permissions=permissions, env=env,
-                                mcp_servers=mcp_servers, options=options)
+                                mcp_servers=mcp_servers, options=options, workspace=workspace)
         return (await self._call(message, SessionResult)).session
 
     async def resume(self, session_id: str, *, env: dict[str, str] | None = None) -> SessionInfo:
@@ -160,6 +165,10 @@ class Client:
 
     async def set_model(self, session_id: str, model: str) -> None:
         await self._call(SessionSetModel(id=0, session_id=session_id, model=model), Empty)
+
+    async def set_permissions(self, session_id: str, mode: PermissionMode) -> None:
+        """``session.set_permissions``: the session's permission mode from now on."""
+        await self._call(SessionSetPermissions(id=0, session_id=session_id, mode=mode), Empty)
 
     async def compact(self, session_id: str) -> None:
         """``session.compact``: compact an idle native session now (a ``compaction`` event

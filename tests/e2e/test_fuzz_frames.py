@@ -43,6 +43,7 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "session.interrupt": {"session_id": "s-nope"},
     "session.permission": {"session_id": "s-nope", "permission_id": "p1", "decision": "allow"},
     "session.set_model": {"session_id": "s-nope", "model": "m"},
+    "session.set_permissions": {"session_id": "s-nope", "mode": "auto"},
     "session.close": {"session_id": "s-nope"},
 }
 HELLO: dict[str, Any] = {"type": "hello", "protocol": 1, "token": "not-the-token",

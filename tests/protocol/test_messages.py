@@ -52,7 +52,7 @@ def test_every_event_kind_has_its_protocol_tag() -> None:
     assert tags == {
         "init", "assistant", "thought", "user", "tool", "permission", "permission_decided",
         "result", "error", "usage", "limits", "status", "restarted", "exit",
-        "workspace", "checkpoint", "compaction",  # additions beyond PROTOCOL.md's core table
+        "workspace", "checkpoint", "compaction", "permissions",  # additions beyond PROTOCOL.md's core table
     }
 
 
@@ -64,6 +64,7 @@ def test_request_methods_are_exactly_the_protocol_table() -> None:
         # additions beyond PROTOCOL.md's core table:
         "lsp.list", "session.resume", "mcp.list", "mcp.restart", "session.compact",
         "workspace.diff", "workspace.commit", "workspace.merge", "workspace.discard", "ui.login_code",
+        "session.set_permissions",
     }
     assert set(messages.RESULT_TYPES) == set(messages.REQUEST_TYPES)
 

@@ -175,6 +175,9 @@ export class Transcript {
       case "workspace":
         item.textContent = `worktree ${event.state}: ${event.branch} · ${event.changed_files} changed files`;
         break;
+      case "permissions":
+        item.textContent = `permission mode ${event.mode}`;
+        break;
       default:
         item.textContent = `${event.type}: ${json(event)}`;
     }

@@ -47,6 +47,7 @@ from protocol.messages import (
     SessionPermission,
     SessionPrompt,
     SessionSetModel,
+    SessionSetPermissions,
 )
 from protocol.models import Permissions
 from actors.session.config import SessionsConfig
@@ -117,6 +118,8 @@ def show(out: Output) -> str:
             return f"exit:{reason}"
         case Emit(event=ev.User(text=text, delivery=delivery)):
             return f"user:{delivery}:{text}"
+        case Emit(event=ev.PermissionsChanged(mode=mode, by=by)):
+            return f"permissions:{mode}:{by}"
         case Emit(event=ev.Restarted(attempt=attempt)):
             return f"restarted:{attempt}"
         case Emit(event=event):
@@ -200,6 +203,38 @@ def test_the_policy_answers_what_it_can() -> None:
     d.prompt("go")
     assert d.ask_permission() == ["permission", "status:waiting", "decided:p1:allow:policy", "status:running",
                                   "write:1:permission_decision"]
+
+
+def test_a_permission_says_whether_the_policy_answers_it() -> None:
+    d = Drive(permissions=Permissions(mode="ask", allow_tools=["ba*"]))
+    d.spawned()
+    d.prompt("go")
+    d.ask_permission()
+    assert [e.policy for e in d.events() if isinstance(e, ev.Permission)] == [True]
+    d = Drive()
+    d.spawned()
+    d.prompt("go")
+    d.ask_permission()
+    assert [e.policy for e in d.events() if isinstance(e, ev.Permission)] == [False]
+
+
+def test_set_permissions_changes_the_mode_for_everyone_and_decides_what_it_now_allows() -> None:
+    d = Drive()
+    d.spawned()
+    d.prompt("go")
+    d.ask_permission("p1")
+    assert d.ask(SessionSetPermissions(id=0, session_id=SID, mode="auto_edit"), by="c-2") == [
+        "meta", "permissions:auto_edit:c-2", "answer:ok"]  # an exec request still waits
+    assert d.core.info(0).permissions == "auto_edit" and d.core.meta.permissions.mode == "auto_edit"
+    assert d.ask(SessionSetPermissions(id=0, session_id=SID, mode="auto"), by="c-2") == [
+        "meta", "permissions:auto:c-2", "decided:p1:allow:policy", "status:running",
+        "write:1:permission_decision", "answer:ok"]
+    assert d.core.child_request().permissions.mode == "auto"
+    assert d.ask_permission("p2") == ["permission", "status:waiting", "decided:p2:allow:policy",
+                                      "status:running", "write:1:permission_decision"]
+    d.close()
+    d.exited(status=CLEAN)
+    assert d.ask(SessionSetPermissions(id=0, session_id=SID, mode="ask")) == ["answer:session_closed"]
 
 
 def test_a_permission_nobody_answers_is_denied_at_its_timeout() -> None:
