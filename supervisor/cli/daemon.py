@@ -54,6 +54,9 @@ def status(args: argparse.Namespace) -> None:
           f" · {status['clients']} client(s)")
     print(f"state dir {report['state_dir']}")
     print(f"listening {daemon.get('url', '?')} and {daemon.get('socket', '?')}")
+    names = [c["name"] for c in status.get("connections", [])]
+    if names:  # who is attached, as each client named itself (this command among them)
+        print(f"connected {', '.join(names)}")
     sessions = msgspec.convert(report["sessions"], list[SessionInfo])
     print(f"\nsessions ({len(sessions)})")
     if sessions:

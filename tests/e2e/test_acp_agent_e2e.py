@@ -27,6 +27,8 @@ from tests.fakes.model_script import call, say
 from tests.fakes.model_server import FakeModels
 from tests.fakes.model_thread import ServerThread
 
+from tests.daemonconfig import without_prewarm
+
 from .daemonproc import REPO
 
 pytestmark = [pytest.mark.slow]
@@ -82,6 +84,15 @@ def log_of(state: Path, session_id: str) -> list[dict[str, Any]]:
     return [json.loads(line)["event"] for line in corral(state, "logs", session_id, "--json").splitlines()]
 
 
+def daemon_config(state: Path) -> str:
+    """A configuration for the daemon a facade starts: a free port (two test workers may each
+    start one) and the background warm-ups off."""
+    base = state.parent / "acp-daemon.toml"
+    if not base.exists():
+        base.write_text("[daemon]\nport = 0\n", encoding="utf-8")
+    return without_prewarm(state.parent / "acp-config", base)
+
+
 def _env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), **extra}
 
@@ -89,9 +100,11 @@ def _env(**extra: str) -> dict[str, str]:
 @asynccontextmanager
 async def facade(state: Path, editor: Editor, *args: str,
                  **env: str) -> AsyncIterator[acp.ClientSideConnection]:
-    """``corral acp`` as an editor starts it, initialized."""
+    """``corral acp`` as an editor starts it, initialized. The daemon it starts listens on a
+    free port (two test workers may each start one) with the background warm-ups off."""
     async with acp.spawn_agent_process(
-            editor, sys.executable, "-m", "actors.app", "acp", "--state-dir", str(state), *args,
+            editor, sys.executable, "-m", "actors.app", "acp", "--state-dir", str(state),
+            "--config", daemon_config(state), *args,
             env=_env(**env), cwd=str(REPO), transport_kwargs={"limit": 16 * 1024 * 1024}) as (conn, _):
         init = await conn.initialize(protocol_version=1,
                                      client_info=schema.Implementation(name="testeditor", version="1"))
@@ -145,6 +158,10 @@ def test_the_fake_harness_through_an_editor(tmp_path: Path, state: Path) -> None
             decided = [e for e in log_of(state, sid) if e["type"] == "permission_decided"]
             assert [d["decision"] for d in decided] == ["allow"]
             assert decided[0]["by"].startswith("c-")  # a connection: the facade's, not the policy
+            assert decided[0]["by_name"] == "acp:testeditor"  # named for people after the editor
+            connections = json.loads(corral(state, "status", "--json"))["status"]["connections"]
+            assert [c["name"] for c in connections if c["connection_id"] == decided[0]["by"]] == [
+                "acp:testeditor"]
 
             # another client decides first: the editor's request is withdrawn, its answer ignored
             async def other_client_first(session_id: str, tool_call: Any) -> None:
@@ -224,7 +241,8 @@ async def _rpc_lines(process: asyncio.subprocess.Process, count: int) -> list[di
 def test_stdout_carries_only_the_protocol_and_the_daemon_is_started_on_demand(state: Path) -> None:
     async def scenario() -> tuple[list[dict[str, Any]], bytes]:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "actors.app", "acp", "--state-dir", str(state), cwd=str(REPO),
+            sys.executable, "-m", "actors.app", "acp", "--state-dir", str(state),
+            "--config", daemon_config(state), cwd=str(REPO),
             env=_env(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
         assert process.stdin is not None and process.stderr is not None
@@ -303,7 +321,8 @@ def test_a_permission_open_when_the_facade_dies_is_asked_again_after_load(tmp_pa
         editor.before_answer = hold
         async with acp.spawn_agent_process(
                 editor, sys.executable, "-m", "actors.app", "acp", "--state-dir", str(state),
-                "--harness", "fake", env=_env(), cwd=str(REPO)) as (conn, process):
+                "--config", daemon_config(state), "--harness", "fake", env=_env(),
+                cwd=str(REPO)) as (conn, process):
             await conn.initialize(protocol_version=1)
             sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
             turn = asyncio.create_task(conn.prompt(session_id=sid, prompt=[acp.text_block("/ask echo later")]))
