@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 import mcp_types as types
+import msgspec
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -25,7 +26,7 @@ from protocol.errors import CorralError
 from protocol.events import Decision, Permission
 
 from supervisor import __version__
-from supervisor.mcpserver.tools import TOOLS, Connect, Tools
+from supervisor.mcpserver.tools import TOOLS, AskLater, Connect, InputRequired, Resume, Tools
 
 __all__ = ["build_server", "error_result", "json_result", "serve_stdio"]
 
@@ -51,12 +52,15 @@ def build_server(connect: Connect) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
         return listed
 
-    async def call_tool(ctx: ServerRequestContext[Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+                        ) -> types.CallToolResult | types.InputRequiredResult:
         try:
-            answer = await tools.call(params.name, dict(params.arguments or {}), _Caller(ctx))
+            answer = await tools.call(params.name, dict(params.arguments or {}), _Caller(ctx),
+                                      _resume(params))
         except CorralError as exc:
             return error_result(exc)
+        except InputRequired as needed:
+            return _input_required(needed)
         return json_result(answer)
 
     return Server("corral", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
@@ -92,19 +96,59 @@ class _Caller:
 
     async def ask(self, permission: Permission, session_id: str) -> Decision | None:
         session = self.ctx.session
-        if not session.check_client_capability(_ELICITATION) or not session.can_send_request:
+        if not session.check_client_capability(_ELICITATION):
             return None
-        message = (f"corral session {session_id} asks to use {permission.tool}: "
-                   f"{json.dumps(permission.input)[:2000]}")
+        if not session.can_send_request:  # 2026-07-28: ask between rounds (``input_required``)
+            raise AskLater()
         try:
-            result = await session.elicit_form(message, _ASK_SCHEMA, related_request_id=self.ctx.request_id)
+            result = await session.elicit_form(_question(permission, session_id), _ASK_SCHEMA,
+                                               related_request_id=self.ctx.request_id)
         except MCPError as exc:
             log.info("elicitation failed (%s): the permission waits for a client", exc)
             return None
-        if result.action == "decline":
-            return "deny"
-        decision = (result.content or {}).get("decision") if result.action == "accept" else None
-        return decision if decision in _DECISIONS else None
+        return _decision(result)
+
+
+def _question(permission: Permission, session_id: str) -> str:
+    return (f"corral session {session_id} asks to use {permission.tool}: "
+            f"{json.dumps(permission.input)[:2000]}")
+
+
+def _decision(result: types.ElicitResult) -> Decision | None:
+    """The user's answer: accept with a decision, decline (deny), or cancel (``None``)."""
+    if result.action == "decline":
+        return "deny"
+    decision = (result.content or {}).get("decision") if result.action == "accept" else None
+    return decision if decision in _DECISIONS else None
+
+
+_ASK_KEY = "permission"
+
+
+def _input_required(needed: InputRequired) -> types.InputRequiredResult:
+    """Ask the user between rounds; the state says where the turn starts and what is asked.
+
+    The client echoes the state back unchanged, or not: a forged one can only name another seq
+    or request of a session this client may drive anyway, so it is not sealed.
+    """
+    request = types.ElicitRequest(params=types.ElicitRequestFormParams(
+        message=_question(needed.permission, needed.session_id), requested_schema=_ASK_SCHEMA))
+    state = Resume(from_seq=needed.from_seq, permission_id=needed.permission.permission_id)
+    return types.InputRequiredResult(input_requests={_ASK_KEY: request},
+                                     request_state=msgspec.json.encode(state).decode())
+
+
+def _resume(params: types.CallToolRequestParams) -> Resume | None:
+    """The ``Resume`` of a call made again after ``input_required`` (else ``None``)."""
+    if not params.request_state:
+        return None
+    try:
+        resume = msgspec.json.decode(params.request_state, type=Resume)
+    except msgspec.DecodeError:
+        return None
+    answer = (params.input_responses or {}).get(_ASK_KEY)
+    decision = _decision(answer) if isinstance(answer, types.ElicitResult) else None
+    return msgspec.structs.replace(resume, decision=decision)
 
 
 async def serve_stdio(connect: Connect) -> None:

@@ -16,6 +16,7 @@ request still open there waits for someone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -34,7 +35,8 @@ from protocol.requests import MergeStrategy
 from supervisor.client import Client
 from supervisor.mcpserver.turn import Digest, PromptTurn, permission_view
 
-__all__ = ["DEFAULT_WAIT", "TOOLS", "Caller", "Connect", "ToolSpec", "Tools"]
+__all__ = ["DEFAULT_WAIT", "TOOLS", "AskLater", "Caller", "Connect", "InputRequired", "Resume",
+           "ToolSpec", "Tools"]
 
 DEFAULT_WAIT = 600.0
 """Seconds ``corral_prompt`` waits for the turn's result by default."""
@@ -43,6 +45,31 @@ MAX_EVENTS = 1000
 
 Connect = Callable[[str], AbstractAsyncContextManager[Client]]
 """Opens a connection to the daemon whose ``hello`` names the client as given."""
+
+
+class AskLater(Exception):
+    """Raised by ``Caller.ask``: the client asks its user between two rounds of the call (MCP
+    2026-07-28's ``input_required``), so the call answers now and is made again with the answer."""
+
+
+class InputRequired(Exception):
+    """``corral_prompt`` needs the user's decision on ``permission`` first; the call is made again
+    with ``Resume(from_seq, permission_id, decision)``."""
+
+    def __init__(self, permission: Permission, session_id: str, from_seq: int) -> None:
+        super().__init__(permission.permission_id)
+        self.permission = permission
+        self.session_id = session_id
+        self.from_seq = from_seq
+
+
+class Resume(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``corral_prompt`` made again after ``InputRequired``: its turn's first seq, and the
+    user's decision on the permission (``None``: the user did not decide)."""
+
+    from_seq: int
+    permission_id: str
+    decision: Decision | None = None
 
 
 class Caller(Protocol):
@@ -56,7 +83,7 @@ class Caller(Protocol):
 
     async def ask(self, permission: Permission, session_id: str) -> Decision | None:
         """The user's decision on ``permission``, or ``None`` when the client cannot ask
-        (no elicitation capability) or the user cancelled."""
+        (no elicitation capability) or the user cancelled; ``AskLater`` to ask between rounds."""
 
 
 # --- arguments ------------------------------------------------------------------------------
@@ -66,14 +93,14 @@ class _Args(msgspec.Struct, kw_only=True, frozen=True):
     pass
 
 
-class ListArgs(_Args):
+class ListArgs(_Args, kw_only=True, frozen=True):
     state: SessionState | None = None
     """Only sessions in this state."""
     cwd: str | None = None
     """Only sessions working in this directory."""
 
 
-class CreateArgs(_Args):
+class CreateArgs(_Args, kw_only=True, frozen=True):
     harness: str
     """The harness: fake, claude, codex, native, opencode, pi, or an ACP agent (see `corral harnesses`)."""
     cwd: str
@@ -88,18 +115,18 @@ class CreateArgs(_Args):
     """A first prompt."""
 
 
-class PromptArgs(_Args):
+class PromptArgs(_Args, kw_only=True, frozen=True):
     session_id: str
     text: str
     wait_s: float = DEFAULT_WAIT
     """Seconds to wait for the turn's result; past them the answer is state "running" and the turn goes on."""
 
 
-class SessionArgs(_Args):
+class SessionArgs(_Args, kw_only=True, frozen=True):
     session_id: str
 
 
-class ReadEventsArgs(_Args):
+class ReadEventsArgs(_Args, kw_only=True, frozen=True):
     session_id: str
     after_seq: int = 0
     """Return events with a greater seq."""
@@ -107,19 +134,19 @@ class ReadEventsArgs(_Args):
     """At most this many events (up to 1000)."""
 
 
-class DecideArgs(_Args):
+class DecideArgs(_Args, kw_only=True, frozen=True):
     session_id: str
     permission_id: str
     decision: Decision
 
 
-class DiffArgs(_Args):
+class DiffArgs(_Args, kw_only=True, frozen=True):
     session_id: str
     stat: bool = False
     """The list of changed files only."""
 
 
-class MergeArgs(_Args):
+class MergeArgs(_Args, kw_only=True, frozen=True):
     session_id: str
     strategy: MergeStrategy = "merge"
 
@@ -171,8 +198,11 @@ class Tools:
     def __init__(self, connect: Connect) -> None:
         self.connect = connect
 
-    async def call(self, name: str, arguments: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        """Run tool ``name``; raises ``CorralError`` (``bad_request`` for bad arguments)."""
+    async def call(self, name: str, arguments: dict[str, Any], caller: Caller,
+                   resume: Resume | None = None) -> dict[str, Any]:
+        """Run tool ``name``; raises ``CorralError`` (``bad_request`` for bad arguments), or
+        ``InputRequired`` (``corral_prompt``, when ``caller.ask`` raised ``AskLater``).
+        ``resume``: the same ``corral_prompt`` made again after ``InputRequired``."""
         spec = _BY_NAME.get(name)
         if spec is None:
             raise BadRequest(f"unknown tool {name!r}")
@@ -180,8 +210,11 @@ class Tools:
             args = msgspec.convert(arguments, spec.args)
         except msgspec.ValidationError as exc:
             raise BadRequest(f"{name}: {exc}") from None
-        handler: Callable[[Client, Any, Caller], Awaitable[dict[str, Any]]] = getattr(self, "_" + name.removeprefix("corral_"))
         async with self.connect(f"mcp:{caller.name}") as client:
+            if isinstance(args, PromptArgs):
+                return await self._prompt(client, args, caller, resume)
+            handler: Callable[[Client, Any, Caller], Awaitable[dict[str, Any]]] = getattr(
+                self, "_" + name.removeprefix("corral_"))
             return await handler(client, args, caller)
 
     async def _list_sessions(self, client: Client, args: ListArgs, caller: Caller) -> dict[str, Any]:
@@ -196,18 +229,26 @@ class Tools:
             prompt=args.prompt,
             permissions=Permissions(mode=args.permission_mode) if args.permission_mode else None,
             workspace=WorkspaceSpec(mode="worktree") if args.worktree else None)
-        return _plain(await client.request(request))
+        return _object(await client.request(request))
 
-    async def _prompt(self, client: Client, args: PromptArgs, caller: Caller) -> dict[str, Any]:
-        before = await client.get(args.session_id)
-        turn = PromptTurn(args.text)
-        await client.prompt(args.session_id, args.text)
+    async def _prompt(self, client: Client, args: PromptArgs, caller: Caller,
+                      resume: Resume | None) -> dict[str, Any]:
+        sid = args.session_id
+        if resume is None:
+            from_seq = (await client.get(sid)).last_seq + 1
+            await client.prompt(sid, args.text)
+        else:  # the turn is in the log from ``from_seq``: decide, then read it again from there
+            from_seq = resume.from_seq
+            if resume.decision is not None:
+                with contextlib.suppress(AlreadyDecided, UnknownPermission):
+                    await client.permission(sid, resume.permission_id, resume.decision)
         with trio.move_on_after(max(args.wait_s, 0.0)):
-            return await self._follow(client, args.session_id, before.last_seq + 1, turn, caller)
+            return await self._follow(client, sid, from_seq, PromptTurn(args.text), caller,
+                                      skip=resume.permission_id if resume and resume.decision is None else None)
         return {"state": "running"}
 
     async def _follow(self, client: Client, sid: str, from_seq: int, turn: PromptTurn,
-                      caller: Caller) -> dict[str, Any]:
+                      caller: Caller, *, skip: str | None = None) -> dict[str, Any]:
         barrier: int | None = None  # read up to here before a request counts as waiting
         async with aclosing(client.events(sid, from_seq)) as frames:
             async for frame in frames:
@@ -222,7 +263,10 @@ class Tools:
                     continue
                 barrier = None
                 for permission in list(turn.permissions.open.values()):
-                    decision = await caller.ask(permission, sid)
+                    try:
+                        decision = None if permission.permission_id == skip else await caller.ask(permission, sid)
+                    except AskLater:
+                        raise InputRequired(permission, sid, from_seq) from None
                     if decision is None:
                         return {"state": "waiting_for_permission",
                                 "waiting_for_permission": permission_view(permission)}
@@ -266,10 +310,10 @@ class Tools:
         return await _session(client, args.session_id)
 
     async def _workspace_diff(self, client: Client, args: DiffArgs, caller: Caller) -> dict[str, Any]:
-        return _plain(await client.request(WorkspaceDiff(id=0, session_id=args.session_id, stat=args.stat)))
+        return _object(await client.request(WorkspaceDiff(id=0, session_id=args.session_id, stat=args.stat)))
 
     async def _workspace_merge(self, client: Client, args: MergeArgs, caller: Caller) -> dict[str, Any]:
-        return _plain(await client.request(WorkspaceMerge(id=0, session_id=args.session_id,
+        return _object(await client.request(WorkspaceMerge(id=0, session_id=args.session_id,
                                                           strategy=args.strategy)))
 
 
@@ -279,6 +323,12 @@ async def _session(client: Client, session_id: str) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     return msgspec.to_builtins(value)
+
+
+def _object(result: msgspec.Struct) -> dict[str, Any]:
+    """A request's result as the tool's JSON object."""
+    out: dict[str, Any] = msgspec.to_builtins(result)
+    return out
 
 
 def _describe(event: Event) -> str:

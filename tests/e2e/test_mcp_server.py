@@ -147,3 +147,90 @@ async def test_it_starts_the_daemon_and_its_sessions_are_ordinary_sessions(tmp_p
     finally:
         with trio.CancelScope(shield=True):
             await corral_stop(state)
+
+
+async def test_a_permission_stops_the_turn_unless_the_policy_answers_it(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    async with daemon_at(tmp_path) as daemon, mcp_client(daemon.state_dir) as client, \
+            raw_client(daemon) as other:
+        auto = (await call(client, "corral_create_session", harness="fake", cwd=str(work),
+                           permission_mode="auto"))["session"]["id"]
+        answer = await call(client, "corral_prompt", session_id=auto, text="/ask echo allowed")
+        assert answer["state"] == "idle" and answer["is_error"] is False  # the policy allowed it
+
+        sid = (await call(client, "corral_create_session", harness="fake", cwd=str(work)))["session"]["id"]
+        stopped = await call(client, "corral_prompt", session_id=sid, text="/ask echo asked")
+        assert stopped == {"state": "waiting_for_permission", "waiting_for_permission": {
+            "permission_id": "p1", "tool": "bash", "input": {"command": "echo asked"}}}
+        got = await call(client, "corral_get_session", session_id=sid)
+        assert got["session"]["state"] == "waiting"
+        assert got["open_permissions"] == [stopped["waiting_for_permission"]]
+
+        await other.ok("session.subscribe", session_id=sid)
+        decided = await call(client, "corral_decide", session_id=sid, permission_id="p1", decision="allow")
+        assert decided["session"]["id"] == sid
+        frames = await other.events_until(sid, lambda f: f["event"]["type"] == "result")
+        [verdict] = [f["event"] for f in frames if f["event"]["type"] == "permission_decided"]
+        assert verdict["decision"] == "allow" and verdict["by_name"] == "mcp:e2e-mcp"
+        [tool] = [f["event"] for f in frames if f["event"]["type"] == "tool" and f["event"]["phase"] == "completed"]
+        assert "asked" in json.dumps(tool["output"])
+        assert (await call(client, "corral_get_session", session_id=sid))["open_permissions"] == []
+        again = await failing(client, "corral_decide", session_id=sid, permission_id="p1", decision="deny")
+        assert again.startswith(("unknown_permission:", "already_decided:"))
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_client_that_can_elicit_is_asked_and_its_answer_decides(tmp_path: Path, mode: str) -> None:
+    asked: list[str] = []
+
+    async def elicit(ctx: ClientRequestContext, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        schema = params.requested_schema  # type: ignore[union-attr]
+        assert schema["properties"]["decision"]["enum"] == ["allow", "deny", "allow_always"]
+        return mcp_types.ElicitResult(action="accept", content={"decision": "deny"})
+
+    work = tmp_path / "work"
+    work.mkdir()
+    async with daemon_at(tmp_path) as daemon, mcp_client(daemon.state_dir, elicitation_callback=elicit,
+                                                          mode=mode) as client:
+        sid = (await call(client, "corral_create_session", harness="fake", cwd=str(work)))["session"]["id"]
+        answer = await call(client, "corral_prompt", session_id=sid, text="/ask echo elicited")
+        assert answer["state"] == "idle" and answer["stop_reason"] == "end_turn"
+        [message] = asked
+        assert sid in message and "bash" in message and "echo elicited" in message
+        events = [e["event"] for e in (await call(client, "corral_read_events", session_id=sid))["events"]]
+        [verdict] = [e for e in events if e["type"] == "permission_decided"]
+        assert verdict["decision"] == "deny" and verdict["by_name"] == "mcp:e2e-mcp"
+        assert any(e["type"] == "tool" and e["output"] == "denied by user" for e in events)
+
+
+async def test_progress_while_it_waits_and_running_when_the_wait_runs_out(tmp_path: Path) -> None:
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message))
+
+    work = tmp_path / "work"
+    work.mkdir()
+    async with daemon_at(tmp_path) as daemon, mcp_client(daemon.state_dir) as client:
+        sid = (await call(client, "corral_create_session", harness="fake", cwd=str(work)))["session"]["id"]
+        with trio.fail_after(TIMEOUT):
+            result = await client.call_tool("corral_prompt", {"session_id": sid, "text": "/tool echo step"},
+                                            progress_callback=on_progress)
+        assert result.structured_content is not None and result.structured_content["is_error"] is False
+        messages = [m for _, m in progress]
+        assert "tool bash started" in messages and "tool bash completed" in messages
+        assert [d for d, _ in progress] == sorted(d for d, _ in progress)
+
+        running_from = (await call(client, "corral_get_session", session_id=sid))["session"]["last_seq"]
+        running = await call(client, "corral_prompt", session_id=sid, text="/slow 50", wait_s=0.5)
+        assert running == {"state": "running"}
+        assert (await call(client, "corral_get_session", session_id=sid))["session"]["state"] == "running"
+        await call(client, "corral_interrupt", session_id=sid)
+        async with raw_client(daemon) as other:
+            await other.ok("session.subscribe", session_id=sid)
+            frames = await other.events_until(sid, lambda f: f["event"]["type"] == "result"
+                                              and f["seq"] > running_from)
+        results = [f["event"] for f in frames if f["event"]["type"] == "result"]
+        assert results[-1]["stop_reason"] == "interrupted"
