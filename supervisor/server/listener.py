@@ -99,7 +99,7 @@ async def run_listener(sockets: Sockets, connections: Supervisor, backend: Backe
     gate = Gate(sockets.port, extra_origins)
     site = Site(gate, Logins(token))
     serving = _Serving(gate, site, backend, token, info, frame_limit, queue_size, handshake_timeout,
-                       roster, dict(routes or {}))
+                       roster, routes if routes is not None else {})
 
     async def accept(stream: trio.abc.Stream, unix: bool) -> None:
         spec = ChildSpec(id=f"conn-{next(_ids)}", start=partial(serving.run, stream, unix),
@@ -137,7 +137,7 @@ class _Serving:
 
     def __init__(self, gate: Gate, site: Site, backend: Backend, token: str, info: DaemonInfo,
                  frame_limit: int, queue_size: int, handshake_timeout: float,
-                 roster: Roster | None, routes: dict[str, HttpRoute]) -> None:
+                 roster: Roster | None, routes: Mapping[str, HttpRoute]) -> None:
         self.gate = gate
         self.site = site
         self.backend = backend

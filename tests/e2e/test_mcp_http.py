@@ -85,9 +85,15 @@ async def test_the_tools_over_http_with_the_daemon_token(tmp_path: Path, mode: s
         answer = await call(client, "corral_prompt", session_id=sid, text="hi")
         assert answer["text"] == "echo: hi"
         assert (await failing(client, "corral_get_session", session_id="s-none")).startswith("unknown_session:")
-        async with raw_client(daemon) as other:  # an ordinary session, asked by mcp:e2e-http
+        stopped = await call(client, "corral_prompt", session_id=sid, text="/ask echo asked")
+        assert stopped["state"] == "waiting_for_permission"
+        async with raw_client(daemon) as other:  # an ordinary session, decided by mcp:e2e-http
             [listed] = (await other.ok("session.list"))["sessions"]
-            assert listed["id"] == sid
+            assert listed["id"] == sid and listed["state"] == "waiting"
+            await other.ok("session.subscribe", session_id=sid)
+            await call(client, "corral_decide", session_id=sid, permission_id="p1", decision="allow")
+            frames = await other.events_until(sid, lambda f: f["event"]["type"] == "permission_decided")
+            assert frames[-1]["event"]["by_name"] == "mcp:e2e-http"
 
 
 async def test_the_token_host_and_origin_are_checked(tmp_path: Path) -> None:
