@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, aclosing
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import msgspec
 import trio
@@ -93,62 +93,63 @@ class _Args(msgspec.Struct, kw_only=True, frozen=True):
     pass
 
 
+def _about(text: str, **constraints: Any) -> msgspec.Meta:
+    return msgspec.Meta(description=text, **constraints)
+
+
+_SessionId = Annotated[str, _about("A session id (s-…), as corral_list_sessions or corral_create_session give it.")]
+
+
 class ListArgs(_Args, kw_only=True, frozen=True):
-    state: SessionState | None = None
-    """Only sessions in this state."""
-    cwd: str | None = None
-    """Only sessions working in this directory."""
+    state: Annotated[SessionState | None, _about("Only sessions in this state.")] = None
+    cwd: Annotated[str | None, _about("Only sessions working in this directory.")] = None
 
 
 class CreateArgs(_Args, kw_only=True, frozen=True):
-    harness: str
-    """The harness: fake, claude, codex, native, opencode, pi, or an ACP agent (see `corral harnesses`)."""
-    cwd: str
-    """The absolute working directory."""
-    model: str | None = None
-    name: str | None = None
-    permission_mode: PermissionMode | None = None
-    """ask (the default: requests wait for a client), auto_edit, auto or inherit."""
-    worktree: bool = False
-    """Run in a new git worktree of the repository that contains cwd."""
-    prompt: str | None = None
-    """A first prompt."""
+    harness: Annotated[str, _about("The harness: claude, codex, native, opencode, pi, an ACP agent "
+                                   "such as gemini, or fake (see `corral harnesses`).")]
+    cwd: Annotated[str, _about("The absolute working directory.")]
+    model: Annotated[str | None, _about("The model (default: the harness's).")] = None
+    name: Annotated[str | None, _about("A name for the session.")] = None
+    permission_mode: Annotated[PermissionMode | None, _about(
+        "ask (the default: a request waits for a decision), auto_edit, auto or inherit.")] = None
+    worktree: Annotated[bool, _about("Run in a new git worktree (and branch) of the repository "
+                                     "that contains cwd.")] = False
+    prompt: Annotated[str | None, _about("A first prompt (not waited for).")] = None
 
 
 class PromptArgs(_Args, kw_only=True, frozen=True):
-    session_id: str
-    text: str
-    wait_s: float = DEFAULT_WAIT
-    """Seconds to wait for the turn's result; past them the answer is state "running" and the turn goes on."""
+    session_id: _SessionId
+    text: Annotated[str, _about("The prompt.")]
+    wait_s: Annotated[float, _about("Seconds to wait for the turn's result; past them the answer is "
+                                    "state \"running\" and the turn goes on.", ge=0)] = DEFAULT_WAIT
 
 
 class SessionArgs(_Args, kw_only=True, frozen=True):
-    session_id: str
+    session_id: _SessionId
 
 
 class ReadEventsArgs(_Args, kw_only=True, frozen=True):
-    session_id: str
-    after_seq: int = 0
-    """Return events with a greater seq."""
-    limit: int = 100
-    """At most this many events (up to 1000)."""
+    session_id: _SessionId
+    after_seq: Annotated[int, _about("Only events with a greater seq.", ge=0)] = 0
+    limit: Annotated[int, _about("At most this many events.", ge=1, le=MAX_EVENTS)] = 100
 
 
 class DecideArgs(_Args, kw_only=True, frozen=True):
-    session_id: str
-    permission_id: str
-    decision: Decision
+    session_id: _SessionId
+    permission_id: Annotated[str, _about("The request's permission_id.")]
+    decision: Annotated[Decision, _about("allow (once), deny, or allow_always.")]
 
 
 class DiffArgs(_Args, kw_only=True, frozen=True):
-    session_id: str
-    stat: bool = False
-    """The list of changed files only."""
+    session_id: _SessionId
+    stat: Annotated[bool, _about("The list of changed files only.")] = False
 
 
 class MergeArgs(_Args, kw_only=True, frozen=True):
-    session_id: str
-    strategy: MergeStrategy = "merge"
+    session_id: _SessionId
+    strategy: Annotated[MergeStrategy, _about("merge (a merge commit), squash (one commit) or "
+                                              "rebase.")] = "merge"
 
 
 class ToolSpec(msgspec.Struct, frozen=True):
@@ -242,7 +243,7 @@ class Tools:
             if resume.decision is not None:
                 with contextlib.suppress(AlreadyDecided, UnknownPermission):
                     await client.permission(sid, resume.permission_id, resume.decision)
-        with trio.move_on_after(max(args.wait_s, 0.0)):
+        with trio.move_on_after(args.wait_s):
             return await self._follow(client, sid, from_seq, PromptTurn(args.text), caller,
                                       skip=resume.permission_id if resume and resume.decision is None else None)
         return {"state": "running"}
@@ -286,15 +287,13 @@ class Tools:
                 "open_permissions": [permission_view(p) for p in digest.permissions.open.values()]}
 
     async def _read_events(self, client: Client, args: ReadEventsArgs, caller: Caller) -> dict[str, Any]:
-        limit = min(max(args.limit, 0), MAX_EVENTS)
         events: list[Any] = []
-        if limit:
-            async with aclosing(client.raw_events(args.session_id, args.after_seq + 1,
-                                                  follow=False)) as frames:
-                async for item in frames:
-                    events.append(json.loads(item.raw))
-                    if len(events) >= limit:
-                        break
+        async with aclosing(client.raw_events(args.session_id, args.after_seq + 1,
+                                              follow=False)) as frames:
+            async for item in frames:
+                events.append(json.loads(item.raw))
+                if len(events) >= args.limit:
+                    break
         return {"events": events}
 
     async def _decide(self, client: Client, args: DecideArgs, caller: Caller) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
 
+from tests.actors.workspace.gitrig import git, make_repo
+
 from .daemonproc import REPO, DaemonProc, raw_client, start_daemon, stop_daemon
 
 pytestmark = pytest.mark.timeout(120)
@@ -234,3 +236,20 @@ async def test_progress_while_it_waits_and_running_when_the_wait_runs_out(tmp_pa
                                               and f["seq"] > running_from)
         results = [f["event"] for f in frames if f["event"]["type"] == "result"]
         assert results[-1]["stop_reason"] == "interrupted"
+
+
+async def test_a_worktree_session_is_reviewed_and_merged_through_the_tools(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    async with daemon_at(tmp_path) as daemon, mcp_client(daemon.state_dir) as client:
+        session = (await call(client, "corral_create_session", harness="fake", cwd=str(repo),
+                              name="mcp-wt", worktree=True))["session"]
+        sid = session["id"]
+        assert session["workspace"]["branch"] == "corral/mcp-wt" and session["cwd"] != str(repo)
+        answer = await call(client, "corral_prompt", session_id=sid, text="/tool echo made > made.txt")
+        assert answer["is_error"] is False
+        diff = await call(client, "corral_workspace_diff", session_id=sid, stat=True)
+        assert diff == {"diff": "", "truncated": False, "files": [
+            {"path": "made.txt", "status": "added", "added": 1, "removed": 0}]}
+        merged = await call(client, "corral_workspace_merge", session_id=sid, strategy="squash")
+        assert merged["commit"] == git(repo, "rev-parse", "HEAD")
+        assert (repo / "made.txt").read_text() == "made\n"
