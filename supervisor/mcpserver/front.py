@@ -57,9 +57,9 @@ class McpFront:
             self.port = None
             self._ready = trio.Event()
 
-    async def splice(self, stream: trio.abc.Stream) -> None:
-        """Carry one ``/mcp`` connection (its head is the first bytes ``stream`` gives) to the
-        server, both ways, until either side closes; ``503`` when it does not start in time."""
+    async def splice(self, stream: trio.abc.Stream, received: bytes) -> None:
+        """Carry one ``/mcp`` connection (``received``: what the listener read of it already) to
+        the server, both ways, until either side closes; ``503`` when it does not start in time."""
         self._wanted.set()
         with trio.move_on_after(START_TIMEOUT):
             await self._ready.wait()
@@ -73,6 +73,7 @@ class McpFront:
             await stream.send_all(_UNAVAILABLE)
             return
         async with inner, trio.open_nursery() as nursery:
+            await inner.send_all(received)
             nursery.start_soon(_pump, stream, inner, nursery.cancel_scope)
             nursery.start_soon(_pump, inner, stream, nursery.cancel_scope)
 

@@ -1,8 +1,7 @@
 """The listener: accepts streams on TCP loopback and the Unix socket, one connection child each.
 
 Each stream's request head is read first (``web.read_head``): a request on TCP for a path in
-``routes`` (the application's, such as ``/mcp``) is handed over whole, with the bytes read
-replayed; other plain HTTP is the browser UI's (``web.Site``); an upgrade goes on to the
+``routes`` (the application's, such as ``/mcp``) is handed over with the bytes read; other plain HTTP is the browser UI's (``web.Site``); an upgrade goes on to the
 websocket with the bytes read replayed.
 
 The daemon binds the sockets once at boot (``bind``) and keeps them for its whole life, so a
@@ -61,9 +60,10 @@ _RETRY = 0.1
 _REASON = 120  # a close frame's reason fits in 123 bytes
 _CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
-HttpRoute = Callable[[trio.abc.Stream], Awaitable[None]]
-"""Serves one TCP stream whose request is for its path; the stream replays the head first. It
-makes its own checks (no Gate, no handshake timeout applies) and the stream closes after it."""
+HttpRoute = Callable[[trio.abc.Stream, bytes], Awaitable[None]]
+"""Serves one TCP stream whose request is for its path, given the bytes read from it already
+(the request head and whatever came with it). It makes its own checks (no Gate, no handshake
+timeout applies) and the stream closes after it."""
 
 
 class Sockets:
@@ -162,7 +162,7 @@ class _Serving:
                 if head is not None and not head.upgrade and route is None:
                     await self.site.serve(stream, head, unix=unix)
             if head is not None and route is not None and not scope.cancelled_caught:
-                await route(Prefixed(stream, head.raw))
+                await route(stream, head.raw)
             elif head is not None and head.upgrade and not scope.cancelled_caught:
                 await self._websocket(Prefixed(stream, head.raw), unix, scope.deadline)
         finally:

@@ -212,11 +212,11 @@ async def test_daemon_status_reports_every_supervisor(daemon: Daemon) -> None:
 
 
 async def test_a_request_for_a_route_of_the_application_is_handed_its_whole_stream(daemon: Daemon) -> None:
-    """On TCP, a request whose path is a route (a query aside) goes to the route's handler, its
-    head replayed; other paths, and the Unix socket, stay the page's."""
+    """On TCP, a request whose path is a route (a query aside) goes to the route's handler with
+    the bytes read of it; other paths, and the Unix socket, stay the page's."""
 
-    async def route(stream: trio.abc.Stream) -> None:
-        seen = b""
+    async def route(stream: trio.abc.Stream, received: bytes) -> None:
+        seen = received
         while b"\r\n\r\n" not in seen:
             seen += await stream.receive_some(4096)
         await stream.send_all(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(seen), seen))
