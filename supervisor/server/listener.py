@@ -1,8 +1,9 @@
 """The listener: accepts streams on TCP loopback and the Unix socket, one connection child each.
 
 Each stream's request head is read first (``web.read_head``): a request on TCP for a path in
-``routes`` (the application's, such as ``/mcp``) is handed over with the bytes read; other plain HTTP is the browser UI's (``web.Site``); an upgrade goes on to the
-websocket with the bytes read replayed.
+``routes`` (the application's, such as ``/mcp``) is handed to its handler with the bytes read;
+other plain HTTP is the browser UI's (``web.Site``); an upgrade goes on to the websocket with
+the bytes read replayed.
 
 The daemon binds the sockets once at boot (``bind``) and keeps them for its whole life, so a
 restarted listener serves the very same port and ``daemon.json`` never goes stale. The listener
