@@ -41,6 +41,9 @@ __all__ = ["DEFAULT_WAIT", "TOOLS", "AskLater", "Caller", "Connect", "InputRequi
 DEFAULT_WAIT = 600.0
 """Seconds ``corral_prompt`` waits for the turn's result by default."""
 MAX_EVENTS = 1000
+HEARTBEAT = 10.0
+"""Seconds between two progress notifications of a turn that shows no step meanwhile (a long
+model call): a client that resets its tool timeout on progress keeps waiting."""
 """The most events one ``corral_read_events`` call returns."""
 
 Connect = Callable[[str], AbstractAsyncContextManager[Client]]
@@ -79,7 +82,8 @@ class Caller(Protocol):
     def name(self) -> str: ...
 
     async def progress(self, done: float, message: str) -> None:
-        """Report progress (nothing when the call carried no progress token)."""
+        """Report progress, ``done`` increasing from call to call (nothing when the call
+        carried no progress token)."""
 
     async def ask(self, permission: Permission, session_id: str) -> Decision | None:
         """The user's decision on ``permission``, or ``None`` when the client cannot ask
@@ -243,13 +247,18 @@ class Tools:
             if resume.decision is not None:
                 with contextlib.suppress(AlreadyDecided, UnknownPermission):
                     await client.permission(sid, resume.permission_id, resume.decision)
+        progress = _Progress(caller)
         with trio.move_on_after(args.wait_s):
-            return await self._follow(client, sid, from_seq, PromptTurn(args.text), caller,
-                                      skip=resume.permission_id if resume and resume.decision is None else None)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(progress.heartbeat)
+                answer = await self._follow(client, sid, from_seq, PromptTurn(args.text), progress,
+                                            caller, skip=resume.permission_id if resume and resume.decision is None else None)
+                nursery.cancel_scope.cancel()
+            return answer
         return {"state": "running"}
 
     async def _follow(self, client: Client, sid: str, from_seq: int, turn: PromptTurn,
-                      caller: Caller, *, skip: str | None = None) -> dict[str, Any]:
+                      progress: _Progress, caller: Caller, *, skip: str | None = None) -> dict[str, Any]:
         barrier: int | None = None  # read up to here before a request counts as waiting
         async with aclosing(client.events(sid, from_seq)) as frames:
             async for frame in frames:
@@ -257,7 +266,7 @@ class Tools:
                 if turn.done:
                     return turn.answer((await client.get(sid)).state)
                 if turn.started and not isinstance(frame.event, (Assistant, Thought, Status)):
-                    await caller.progress(turn.events, _describe(frame.event))
+                    await progress.step(_describe(frame.event))
                 if isinstance(frame.event, Permission) and barrier is None:
                     barrier = (await client.get(sid)).last_seq
                 if barrier is None or frame.seq < barrier:
@@ -328,6 +337,35 @@ def _object(result: msgspec.Struct) -> dict[str, Any]:
     """A request's result as the tool's JSON object."""
     out: dict[str, Any] = msgspec.to_builtins(result)
     return out
+
+
+class _Progress:
+    """A turn's progress notifications: one per step (an event that is not text or a status),
+    and a heartbeat after ``HEARTBEAT`` seconds without one; ``done`` is the seconds since the
+    prompt, kept strictly increasing."""
+
+    def __init__(self, caller: Caller) -> None:
+        self.caller = caller
+        self.started = trio.current_time()
+        self.done = 0.0
+        self.last = "waiting"
+        self._quiet = trio.CancelScope()
+
+    async def step(self, message: str) -> None:
+        self.last = message
+        self._quiet.deadline = trio.current_time() + HEARTBEAT
+        await self._report(message)
+
+    async def heartbeat(self) -> None:
+        """Report every ``HEARTBEAT`` seconds without a step, until cancelled."""
+        while True:
+            with trio.CancelScope(deadline=trio.current_time() + HEARTBEAT) as self._quiet:
+                await trio.sleep_forever()
+            await self._report(f"still running (last: {self.last})")
+
+    async def _report(self, message: str) -> None:
+        self.done = max(round(trio.current_time() - self.started, 3), round(self.done + 0.001, 3))
+        await self.caller.progress(self.done, message)
 
 
 def _describe(event: Event) -> str:
