@@ -89,6 +89,7 @@ from supervisor import __version__
 from supervisor.acp.config import AcpConfig
 from supervisor.cli import commands
 from supervisor.config import LoadedConfig, load_config
+from supervisor.mcpserver.front import McpFront
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
@@ -273,6 +274,10 @@ class App:
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
+        # corral's own tools over MCP at /mcp on the daemon's port (the SDK loads on first use)
+        self.mcp_front = McpFront(host.state.root, lambda: host.port,
+                                  extra_origins=self.config.daemon.allowed_origins)
+        host.routes["/mcp"] = self.mcp_front.splice
         native = self.sessions.drivers.get("native")
         if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
             native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
@@ -303,7 +308,8 @@ class App:
                      if self.config.harnesses.prewarm else [])
         return [reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
                 ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
-                          shutdown=self.config.daemon.shutdown_timeout + 5), *detection]
+                          shutdown=self.config.daemon.shutdown_timeout + 5),
+                ChildSpec(id="mcp-http", start=self.mcp_front.run, shutdown=3.0), *detection]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
         if isinstance(request, SessionCreate) and request.prompt is None:

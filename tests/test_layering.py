@@ -184,6 +184,7 @@ SANS_IO = (
     "protocol.framing",
     "protocol.jsonrpc",
     "supervisor.acp.turns",
+    "supervisor.mcpserver.turn",
     "supervisor.server.connection_core",
 )
 """The sans-IO cores: every module whose docstring's summary says so, and the wire they share."""

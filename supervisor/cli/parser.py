@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from supervisor.cli import acp, daemon, services, sessions
+from supervisor.cli import acp, daemon, mcpserver, services, sessions
 from supervisor.cli.ui import add_ui_command
 from supervisor.cli.usage import Parser
 from supervisor.cli.version import add_version_flag, show as show_version
@@ -129,6 +129,7 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
     mcp_restart = mcp.add_parser("restart", parents=[common], help="Restart an MCP server (a failed one too).")
     mcp_restart.add_argument("name", metavar="NAME")
     acp.add_arguments(command("acp", acp.acp, acp.HELP))
+    mcpserver.add_arguments(command("mcp-server", mcpserver.mcp_server, mcpserver.HELP))
     sub = command("protocol", services.protocol, "Protocol tools (works without a daemon).")
     sub.add_argument("what", choices=("schema",), help="schema: the client protocol's JSON Schema")
     command("version", show_version, "Print the versions of corral, Python and its main libraries."

@@ -36,7 +36,7 @@ from supervisor.ledger import Ledger, reconcile
 from supervisor.proc.prctl import set_child_subreaper
 from supervisor.proc.reaper import run_orphan_reaper
 from supervisor.server.connection import Backend
-from supervisor.server.listener import Sockets, bind, run_listener
+from supervisor.server.listener import HttpRoute, Sockets, bind, run_listener
 from supervisor.server.roster import Roster
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType, RestartType, Strategy, Supervisor, SupervisorSpec
@@ -61,6 +61,10 @@ class Host:
         self.connections: Supervisor | None = None
         self.roster = Roster()
         """The open connections and the names their clients gave."""
+        self.routes: dict[str, HttpRoute] = {}
+        """HTTP paths the application serves on the daemon's port (the listener's ``routes``)."""
+        self.port = 0
+        """The daemon's TCP port, once bound."""
 
     def stop(self) -> None:
         """Begin the graceful shutdown (idempotent)."""
@@ -118,6 +122,7 @@ async def run_daemon(state: StateDir, config: DaemonConfig, app: Application, ho
         # Bound first: a taken port is the one line a failed start prints, with no log before it.
         sockets = await bind(host=config.host, port=config.port if port is None else port,
                              socket_path=state.socket_path)
+        host.port = sockets.port
         try:
             report = await trio.to_thread.run_sync(reconcile, state.root)
             log.info("reconciled the crash ledger: %s", report)
@@ -178,7 +183,7 @@ def _children(config: DaemonConfig, app: Application, host: Host, token: str,
                            frame_limit=config.frame_limit, queue_size=config.client_queue,
                            handshake_timeout=config.handshake_timeout,
                            extra_origins=config.allowed_origins, roster=host.roster,
-                           task_status=task_status)
+                           routes=host.routes, task_status=task_status)
 
     return [
         ChildSpec(id="orphan-reaper", start=run_orphan_reaper, shutdown=1.0),

@@ -1,7 +1,9 @@
 """The listener: accepts streams on TCP loopback and the Unix socket, one connection child each.
 
-Each stream's request head is read first (``web.read_head``): plain HTTP is the browser UI's
-(``web.Site``), an upgrade goes on to the websocket with the bytes read handed over.
+Each stream's request head is read first (``web.read_head``): a request on TCP for a path in
+``routes`` (the application's, such as ``/mcp``) is handed to its handler with the bytes read;
+other plain HTTP is the browser UI's (``web.Site``); an upgrade goes on to the websocket with
+the bytes read handed over.
 
 The daemon binds the sockets once at boot (``bind``) and keeps them for its whole life, so a
 restarted listener serves the very same port and ``daemon.json`` never goes stale. The listener
@@ -22,9 +24,10 @@ import logging
 import os
 import socket
 import stat
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import trio
 
@@ -38,7 +41,7 @@ from supervisor.server.web import Site, read_head
 from supervisor.server.websocket import WebSocket
 from supervisor.tree import ChildSpec, RestartType, Supervisor
 
-__all__ = ["Sockets", "bind", "run_listener"]
+__all__ = ["HttpRoute", "Sockets", "bind", "run_listener"]
 
 log = logging.getLogger("corral.listener")
 _ids = itertools.count(1)
@@ -47,6 +50,11 @@ _CLOSE_TIMEOUT = 1.0
 _DISCONNECT_TIMEOUT = FLUSH_TIMEOUT + 2 * _CLOSE_TIMEOUT + 1.0
 _RETRY = 0.1
 _CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+HttpRoute = Callable[[trio.abc.Stream, bytes], Awaitable[None]]
+"""Serves one TCP stream whose request is for its path, given the bytes read from it already
+(the request head and whatever came with it). It makes its own checks (no Gate, no handshake
+timeout applies) and the stream closes after it."""
 
 
 class Sockets:
@@ -84,13 +92,15 @@ async def bind(*, host: str, port: int, socket_path: Path) -> Sockets:
 async def run_listener(sockets: Sockets, connections: Supervisor, backend: Backend, *, token: str,
                        info: DaemonInfo, frame_limit: int, queue_size: int, handshake_timeout: float,
                        extra_origins: Sequence[str] = (), roster: Roster | None = None,
+                       routes: Mapping[str, HttpRoute] | None = None,
                        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Accept until cancelled; each stream becomes a temporary child of ``connections``
-    (entered in ``roster`` once its handshake is accepted)."""
+    (entered in ``roster`` once its handshake is accepted). ``routes``: paths served on TCP by
+    the application's own handlers."""
     gate = Gate(sockets.port, extra_origins)
     site = Site(gate, Logins(token))
     serving = _Serving(gate, site, backend, token, info, frame_limit, queue_size, handshake_timeout,
-                       roster)
+                       roster, routes if routes is not None else {})
 
     async def accept(stream: trio.abc.Stream, unix: bool) -> None:
         spec = ChildSpec(id=f"conn-{next(_ids)}", start=partial(serving.run, stream, unix),
@@ -128,7 +138,7 @@ class _Serving:
 
     def __init__(self, gate: Gate, site: Site, backend: Backend, token: str, info: DaemonInfo,
                  frame_limit: int, queue_size: int, handshake_timeout: float,
-                 roster: Roster | None) -> None:
+                 roster: Roster | None, routes: Mapping[str, HttpRoute]) -> None:
         self.gate = gate
         self.site = site
         self.backend = backend
@@ -138,17 +148,23 @@ class _Serving:
         self.queue_size = queue_size
         self.handshake_timeout = handshake_timeout
         self.roster = roster
+        self.routes = routes
 
     async def run(self, stream: trio.abc.Stream, unix: bool, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         head = None
+        route: HttpRoute | None = None
         try:
             with trio.move_on_after(self.handshake_timeout) as scope:
                 head = await read_head(stream)
-                if head is not None and not head.upgrade:
+                if head is not None and not unix:
+                    route = self.routes.get(urlsplit(head.request.target.decode("latin-1")).path)
+                if head is not None and not head.upgrade and route is None:
                     await self.site.serve(stream, head, unix=unix)
-            if head is not None and head.upgrade and not scope.cancelled_caught:
+            if head is not None and route is not None and not scope.cancelled_caught:
+                await route(stream, head.raw)
+            elif head is not None and head.upgrade and not scope.cancelled_caught:
                 await self._websocket(WebSocket(stream, head.raw, max_message=self.frame_limit), unix,
                                       scope.deadline)
         finally:

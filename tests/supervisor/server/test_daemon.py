@@ -209,3 +209,32 @@ async def test_daemon_status_reports_every_supervisor(daemon: Daemon) -> None:
                                  "children": 3, "running": 3}
     assert by_name["connections"]["strategy"] == "simple_one_for_one"
     assert (by_name["connections"]["children"], by_name["connections"]["running"]) == (1, 1)
+
+
+async def test_a_request_for_a_route_of_the_application_is_handed_its_whole_stream(daemon: Daemon) -> None:
+    """On TCP, a request whose path is a route (a query aside) goes to the route's handler with
+    the bytes read of it; other paths, and the Unix socket, stay the page's."""
+
+    async def route(stream: trio.abc.Stream, received: bytes) -> None:
+        seen = received
+        while b"\r\n\r\n" not in seen:
+            seen += await stream.receive_some(4096)
+        await stream.send_all(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(seen), seen))
+
+    daemon.host.routes["/routed"] = route
+    port = int(daemon.info.url.rsplit(":", 1)[1].split("/")[0])
+
+    async def ask(target: str, *, unix: bool = False) -> bytes:
+        stream: trio.abc.Stream = (await trio.open_unix_socket(daemon.info.socket) if unix
+                                   else await trio.open_tcp_stream("127.0.0.1", port))
+        async with stream:
+            await stream.send_all(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            answer = b""
+            with trio.fail_after(LIMIT):  # both the route and the page close after one answer
+                while chunk := await stream.receive_some(4096):
+                    answer += chunk
+            return answer
+
+    assert b"200 OK" in (routed := await ask("/routed?x=1")) and b"GET /routed?x=1 HTTP/1.1" in routed
+    assert b"GET " not in await ask("/routed/more")
+    assert b"GET " not in await ask("/routed", unix=True)
