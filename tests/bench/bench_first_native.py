@@ -12,7 +12,8 @@ Printed side by side, each measured in the same run on fresh daemons:
 * **prewarmed** (the default config): the same, made ``--after`` seconds (default 15) after the
   daemon is ready (target: ``init`` within 1 s, ``harness.list`` within 1 s).
 * **hurried** (the default config, create 5 s after the start): a create that finds the
-  background warm-up under way and tells it to finish at normal priority.
+  background warm-up under way, so a normal-priority fork server starts beside it and the first
+  ready one serves.
 """
 
 from __future__ import annotations
