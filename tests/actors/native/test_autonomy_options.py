@@ -66,11 +66,11 @@ def test_the_goal_is_the_first_prompt_of_a_native_session_without_one() -> None:
 def test_corral_new_goal_and_max_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[SessionCreate] = []
 
-    def ask(_state: Path, request: SessionCreate, _result: type) -> Any:
+    def create(_state: Path, request: SessionCreate) -> Any:
         sent.append(request)
-        return argparse.Namespace(session=argparse.Namespace(id="s-1"))
+        return argparse.Namespace(session=argparse.Namespace(id="s-1"), warnings=[])
 
-    monkeypatch.setattr(sessions, "ask", ask)  # the session commands send through it
+    monkeypatch.setattr(sessions, "_create", create)  # `corral new` sends through it
     args = commands.build_parser().parse_args(
         ["new", "--harness", "native", "--model", "openai/x", "--goal", "fix it",
          "--max-turns", "5", "--option", 'autonomous={"max_cost_usd": 1.5}'])
