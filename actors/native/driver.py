@@ -44,8 +44,8 @@ from supervisor.proc.child import ProcessSpec, open_child
 
 from .asks import NO_SERVICES, ServedChild, Services, served
 from .compaction.settings import CompactionConfig
-from .config import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
 from .forkservice import ForkServer
+from .providers import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
 from .translate import NativeTranslator, store_dir
 
 __all__ = ["FEATURES", "HARNESS", "NATIVE_ROOT", "SESSION_ENV", "NativeDriver", "adk_installed"]

@@ -29,7 +29,7 @@ import msgspec
 
 from supervisor import logformat
 
-from .config import ModelSpecError, ProviderTable, resolve
+from .providers import ModelSpecError, ProviderTable, resolve
 
 __all__ = ["ProvidersLoader", "add_commands"]
 

@@ -44,7 +44,8 @@ from protocol.native import (
 )
 
 from .compaction.settings import CompactionConfig
-from .config import ModelSpecError, ProviderTable, key_warnings, resolve
+from .config import key_warnings
+from .providers import ModelSpecError, ProviderTable, resolve
 
 __all__ = ["NativeTranslator", "StoreFinder", "autonomy", "store_dir"]
 
