@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from actors.native.config import decode_providers
+from actors.native.daemon.config import decode_providers
 from actors.native.models import ProviderConfig
 from actors.native.providers import (
     DEFAULT_BASE_URLS, ModelSpecError, ProviderTable, parse_model, resolve,

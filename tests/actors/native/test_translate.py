@@ -10,15 +10,15 @@ import msgspec
 import pytest
 
 from actors.harness import HarnessRequest, Send
-from actors.native.config import (
+from actors.native.daemon.config import (
     PRICES_FILE,
     decode_providers,
     load_prices,
     user_prices_path,
 )
 from actors.native.providers import ProviderTable
-from actors.native.driver import NativeDriver
-from actors.native.translate import NativeTranslator
+from actors.native.daemon.driver import NativeDriver
+from actors.native.daemon.translate import NativeTranslator
 from protocol.errors import BadRequest, ProtocolError, SessionBusy, UnknownPermission
 from protocol.events import Assistant, Init, Permission, Result
 from protocol.framing import LengthPrefixFramer

@@ -32,7 +32,7 @@ from protocol.models import Permissions
 from protocol.native import Prompt, ProviderKind, ProviderSettings, Start
 from protocol.native_context import ContextSettings
 
-from .providers import KINDS
+from ..providers import KINDS
 
 __all__ = ["KINDS", "warm_up"]
 

@@ -31,8 +31,8 @@ from supervisor.config import default_config_path
 
 from actors import defaults
 
-from .compaction.settings import CompactionConfig
-from .providers import DEFAULT_BASE_URLS, KINDS, ProviderTable
+from ..compaction.settings import CompactionConfig
+from ..providers import DEFAULT_BASE_URLS, KINDS, ProviderTable
 
 __all__ = [
     "PRICES_FILE",
