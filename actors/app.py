@@ -29,19 +29,19 @@ from actors.lsp import LanguageServers
 from actors.lsp.config import LspConfig
 from actors.mcp.config import McpConfig
 from actors.mcp.wiring import McpParts, mcp_parts
-from actors.native.config import (
+from actors.native.cli import skillscmd
+from actors.native.cli.runcli import add_commands as add_native_commands
+from actors.native.daemon.config import (
     PRICES_FILE,
     NativeConfig,
     decode_providers,
     load_prices,
     user_prices_path,
 )
-from actors.native.driver import NATIVE_ROOT, NativeDriver, adk_installed
-from actors.native import skillscmd
-from actors.native.forkservice import ForkServer
-from actors.native.runcli import add_commands as add_native_commands
-from actors.native.translate import autonomy as native_autonomy
-from actors.native.services import DaemonServices
+from actors.native.daemon.driver import NATIVE_ROOT, NativeDriver, adk_installed
+from actors.native.daemon.forkservice import ForkServer
+from actors.native.daemon.services import DaemonServices
+from actors.native.daemon.translate import autonomy as native_autonomy
 from actors.session.actor import Session
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
@@ -125,7 +125,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     harness: dict[str, HarnessConfig] = {}
     harnesses: HarnessesConfig = HarnessesConfig()
     providers: dict[str, dict[str, Any]] = {}
-    """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.config``
+    """``[providers.NAME]`` tables of the native harness, as read; ``actors.native.daemon.config``
     decodes them (with warnings that name the key) when the driver is built."""
     native: NativeConfig = NativeConfig()
     mcp: McpConfig = McpConfig()

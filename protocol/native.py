@@ -50,6 +50,7 @@ __all__ = [
     "DiagnosticsReport",
     "Interrupt",
     "ListMcpTools",
+    "MaxTokensField",
     "McpResult",
     "McpToolDecl",
     "McpTools",
@@ -72,13 +73,17 @@ __all__ = [
 ProviderKind = Literal["openai", "openai-chat", "anthropic", "gemini"]
 """The wire protocol a model adapter speaks: Responses, Chat Completions, Messages, Gemini."""
 
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+"""Where Chat Completions carries the output limit (older compatible servers want ``max_tokens``)."""
+
 
 class ProviderSettings(msgspec.Struct, kw_only=True, frozen=True):
     """A model's provider, resolved by the daemon: everything the worker's adapter may use.
 
     ``api_key`` is the key itself (``""``: send no credential); it never appears in ``repr``.
     ``api_key_env`` is the variable it was read from (``""``: the provider names none), which a
-    missing key's error names.
+    missing key's error names. ``chat_max_tokens_field`` is the Chat Completions field that
+    carries an output limit (``[providers.NAME] max_tokens_field``).
     """
 
     kind: ProviderKind
@@ -91,6 +96,7 @@ class ProviderSettings(msgspec.Struct, kw_only=True, frozen=True):
     max_retries: int = 2
     timeout: float = 300.0
     retry_backoff: float = 0.5
+    chat_max_tokens_field: MaxTokensField = "max_completion_tokens"
 
     def __repr__(self) -> str:
         key = "'***'" if self.api_key else "''"

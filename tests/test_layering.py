@@ -8,7 +8,8 @@
 * importing ``supervisor`` alone does not import the websocket client (or anything else);
 * the server owns its websocket on wsproto's public API: ``supervisor.server`` reaches no
   ``trio_websocket`` and touches no private member (``x._y``) of any object but its own (``self``);
-* the native worker (``actors.native.worker``) imports nothing of the daemon side;
+* the native worker (``actors.native.worker``) imports nothing of the daemon side (of the
+  native harness: the ``actors.native.daemon`` folder);
 * a sans-IO core, imported alone in a fresh interpreter, loads no trio, psutil, subprocess or
   socket (so it is sans-IO by construction, not by convention).
 """
@@ -159,8 +160,8 @@ def _foreign_private(tree: ast.AST) -> list[str]:
 
 
 _DAEMON_SIDE = ("actors.app", "actors.harness", "actors.session", "actors.mcp", "actors.lsp",
-                "actors.vendors", "actors.native.asks", "actors.native.services",
-                "actors.native.driver", "actors.native.translate", "actors.native.forkservice")
+                "actors.vendors", "actors.native.daemon")
+"""The daemon's packages; of the native harness, its ``daemon`` folder, whatever it holds."""
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("actors.native.worker")))
@@ -173,7 +174,7 @@ def test_the_native_worker_never_imports_the_daemon_side(module: str) -> None:
 
 SANS_IO = (
     "actors.lsp.core",
-    "actors.native.translate",
+    "actors.native.daemon.translate",
     "actors.session.core",
     "actors.vendors.acp.translate",
     "actors.vendors.claude.translate",

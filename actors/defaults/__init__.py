@@ -9,7 +9,7 @@ and copy (a test keeps the two identical); ``corral defaults NAME`` prints one f
 The values of the configuration live in code (``actors.app.Config()``: each section's Struct
 defaults, which is what runs with no file at all); ``corral.toml`` spells them out with their
 documentation and ``schema.json`` is generated from the Structs, tests keeping both equal to
-them. The price table is data only: ``actors.native.config.load_prices`` reads it.
+them. The price table is data only: ``actors.native.daemon.config.load_prices`` reads it.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ from actors.mcp.config import McpConfig, McpServerConfig, definition_of
 from actors.mcp.endpoint import McpEndpoint
 from actors.mcp.inject import harness_servers
 from actors.mcp.registry import McpRegistry
-from actors.native.asks import ServedChild, served
-from actors.native.services import DaemonServices
+from actors.native.daemon.asks import ServedChild, served
+from actors.native.daemon.services import DaemonServices
 from protocol.events import Tool
 from protocol.framing import LengthPrefixFramer
 from protocol.native import Prompt, Shutdown, decode_worker_frame, encode_command

@@ -63,7 +63,7 @@ async def bare_runner(port: int, work: Path, tools: str) -> None:
     from google.adk.tools import FunctionTool
     from google.genai import types
 
-    from actors.native.askrules import AskRules
+    from actors.native.worker.askrules import AskRules
     from actors.native.models import ProviderConfig, build_model, close_model
     from actors.native.tools import TOOLS, Limits, Workspace
     from actors.native.worker.agent import CodingTool

@@ -22,7 +22,7 @@ HEAVY = (
     # the model SDKs of the native harness (they run in its worker processes, never here)
     "google.adk", "google.genai", "openai", "anthropic", "httpx", "asyncio",
     # our modules that only a session of some kind needs
-    "actors.mcp.connection", "actors.native.forkclient", "actors.native.oneshot",
+    "actors.mcp.connection", "actors.native.daemon.forkclient", "actors.native.cli.oneshot",
     "actors.vendors.opencode.http",
 )
 _LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.MULTILINE)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import trio
 
-from actors.native.oneshot import PING, PING_MARKER
+from actors.native.cli.oneshot import PING, PING_MARKER
 from tests.fakes.model_script import call, say
 from tests.fakes.model_server import FakeModels
 

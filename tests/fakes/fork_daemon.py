@@ -19,8 +19,8 @@ from pathlib import Path
 
 import trio
 
-from actors.native.driver import NATIVE_ROOT
-from actors.native.forkservice import ForkServer
+from actors.native.daemon.driver import NATIVE_ROOT
+from actors.native.daemon.forkservice import ForkServer
 from supervisor.ledger.store import Ledger
 from supervisor.proc.child import ProcessSpec, open_child
 from supervisor.proc.prctl import set_child_subreaper

@@ -1,12 +1,12 @@
 """Model adapters for the native worker: ``PROVIDER/NAME`` → an ADK ``BaseLlm`` (asyncio).
 
-``resolve_provider`` applies the precedence of session options, config tables and environments;
-``build_model`` gives the ADK model; ``ModelError`` is every failure (stable ``native.*`` codes);
+``ProviderConfig`` is what an adapter is given (``actors.native.providers.resolve`` resolves a
+model's ``ProviderSettings``, which the worker converts); ``build_model`` gives the ADK model; ``ModelError`` is every failure (stable ``native.*`` codes);
 ``usage_of`` reads a final response's token usage in corral's terms.
 
 The configuration and the errors import no SDK, so they are here at once. Every other name is
 imported on first use (module ``__getattr__``): each adapter with its own SDK, so that resolving
-a model needs neither ADK nor any SDK, and a worker for ``openai/...`` never imports anthropic.
+the configuration needs neither ADK nor any SDK, and a worker for ``openai/...`` never imports anthropic.
 """
 
 from __future__ import annotations
@@ -14,13 +14,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .config import DEFAULT_BASE_URLS as DEFAULT_BASE_URLS
-from .config import DEFAULT_KEY_ENVS as DEFAULT_KEY_ENVS
+from protocol.native import ProviderKind as ProviderKind
+
 from .config import ProviderConfig as ProviderConfig
-from .config import ProviderKind as ProviderKind
-from .config import ProviderTable as ProviderTable
-from .config import parse_model as parse_model
-from .config import resolve_provider as resolve_provider
 from .errors import CODES as CODES
 from .errors import ModelError as ModelError
 
@@ -48,8 +44,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "CODES", "DEFAULT_BASE_URLS", "DEFAULT_KEY_ENVS", "ModelError", "ProviderConfig",
-    "ProviderKind", "ProviderTable", "parse_model", "resolve_provider", *sorted(_LAZY),
+    "CODES", "ModelError", "ProviderConfig", "ProviderKind", *sorted(_LAZY),
 ]
 
 

@@ -30,9 +30,11 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from pydantic import Field, PrivateAttr
 
+from actors.native.providers import DEFAULT_BASE_URLS
+
 from ._retry import retrying
 from ._wire import ClosePool, WirePolicy
-from .config import DEFAULT_BASE_URLS, ProviderConfig
+from .config import ProviderConfig
 from .errors import ModelError, redact
 
 __all__ = ["SdkLlm", "classify_transport", "find_model_error", "missing_key", "wire_policy"]

@@ -2,9 +2,7 @@
 
 The worker does, per session (and again on ``session.set_model``)::
 
-    config = resolve_provider("openai/gpt-5-mini", providers=tables,
-                              session_base_url=options.base_url, session_env=options.env,
-                              daemon_env=os.environ)
+    config = msgspec.convert(msgspec.structs.asdict(start.provider), ProviderConfig)
     llm = build_model(config)             # an ADK BaseLlm: LlmAgent(model=llm, ...)
     ...
     await close_model(llm)                # when the worker shuts down or switches models

@@ -35,7 +35,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 from pydantic import PrivateAttr
 
-from actors.native.askrules import AskRules
+from actors.native.worker.askrules import AskRules
 from actors.native.tools import ToolSpec, Workspace, call_tool
 
 __all__ = ["APP_NAME", "AfterEdit", "AfterTool", "BeforeModel", "BeforeTool", "MODEL_KEY",

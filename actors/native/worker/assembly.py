@@ -35,7 +35,7 @@ from google.adk.runners import Runner
 from google.adk.tools.base_tool import BaseTool
 
 from actors.native.compaction import CompactionConfig
-from actors.native.askrules import AskRules
+from actors.native.worker.askrules import AskRules
 from actors.native.models import ModelError, ProviderConfig, build_model
 from actors.native.tools import TOOLS, Limits, Workspace
 from protocol.events import Error, Event, ToolKind, Usage

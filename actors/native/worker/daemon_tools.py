@@ -28,7 +28,7 @@ from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from actors.native.askrules import AskRules
+from actors.native.worker.askrules import AskRules
 from protocol.native import (
     AskDiagnostics,
     CallMcpTool,

@@ -28,7 +28,7 @@ from typing import Any
 from google.adk.events.event import Event as AdkEvent
 from google.genai import types
 
-from actors.native.askrules import MCP_PREFIX
+from actors.native.worker.askrules import MCP_PREFIX
 from protocol.events import Assistant, Event, Permission, Thought, Tool, ToolKind
 
 __all__ = ["CONFIRMATION", "EventMapper", "Pending"]

@@ -42,8 +42,8 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 
-from actors.native.accounting import TurnAccount
-from actors.native.askrules import AskRules
+from actors.native.worker.accounting import TurnAccount
+from actors.native.worker.askrules import AskRules
 from actors.native.models import ModelError, close_model
 from protocol.events import Error, Event, Init, Usage
 from protocol.native_context import SubagentDef

@@ -43,8 +43,8 @@ from google.adk.agents.run_config import RunConfig
 from google.adk.runners import Runner
 from google.genai import types
 
-from actors.native.accounting import TurnAccount
-from actors.native.askrules import AskRules
+from actors.native.worker.accounting import TurnAccount
+from actors.native.worker.askrules import AskRules
 from actors.native.models import ModelError, usage_of
 from protocol.events import Decision, Error, Event, Result, Usage
 

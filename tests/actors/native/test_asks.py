@@ -1,4 +1,4 @@
-"""The daemon's side of a native worker's asks (``actors.native.asks``), with an in-memory worker.
+"""The daemon's side of a native worker's asks (``actors.native.daemon.asks``), with an in-memory worker.
 
 The worker's frames pass to the session untouched, except asks, which are answered beside it
 (concurrently, one frame each way); failures become error answers; the child's end cancels
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import trio
 import trio.testing
 
-from actors.native.asks import NO_SERVICES, served
+from actors.native.daemon.asks import NO_SERVICES, served
 from protocol.errors import McpServerFailed
 from protocol.events import Assistant, Event
 from protocol.framing import LengthPrefixFramer

@@ -12,7 +12,7 @@ import pytest
 
 from actors import app
 from actors.harness import HarnessRequest, Send
-from actors.native.translate import NativeTranslator
+from actors.native.daemon.translate import NativeTranslator
 from protocol.errors import BadRequest, SessionBusy
 from protocol.events import Checkpoint, Init, Result
 from protocol.framing import LengthPrefixFramer

@@ -21,8 +21,8 @@ import psutil
 import pytest
 import trio
 
-from actors.native.forkclient import SOCKET_NAME, socket_address
-from actors.native.forkservice import KIND, ForkServer
+from actors.native.daemon.forkclient import SOCKET_NAME, socket_address
+from actors.native.daemon.forkservice import KIND, ForkServer
 from protocol.events import Assistant, Init, Result
 from protocol.framing import LengthPrefixFramer
 from protocol.native import Prompt, ProviderSettings, Shutdown, Start, decode_event, encode_command
@@ -299,7 +299,7 @@ def test_the_template_waits_for_threads_left_behind_then_counts_what_stays() -> 
     # interpreter of its own, as the template is (this one has threads of its own).
     script = (
         "import threading, time\n"
-        "from actors.native.forkserver import _threads_left\n"
+        "from actors.native.forkserver.server import _threads_left\n"
         "release = threading.Event()\n"
         "threading.Thread(target=release.wait).start()\n"
         "print(_threads_left(time.monotonic() + 0.05))\n"  # still there at the deadline

@@ -8,7 +8,7 @@ from functools import partial
 import trio
 import trio.testing
 
-from actors.native.forkservice import SUPERVISOR
+from actors.native.daemon.forkservice import SUPERVISOR
 from supervisor.tree import ChildSpec, RestartType, Supervisor, supervise
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from actors.native.config import decode_providers, key_warnings, resolve
+from actors.native.daemon.config import decode_providers, key_warnings
+from actors.native.providers import resolve
 from protocol.messages import SessionResult, SessionWarning
 from protocol.models import SessionInfo
 

@@ -9,10 +9,9 @@ import textwrap
 import actors.native.models as models
 
 MODELS = {
-    "AnthropicLlm", "CODES", "CorralLlm", "DEFAULT_BASE_URLS", "DEFAULT_KEY_ENVS", "GeminiLlm",
-    "ModelError", "OpenAIChatLlm", "OpenAIResponsesLlm", "ProviderConfig", "ProviderKind",
-    "ProviderTable", "USAGE_KEY", "build_model", "close_model", "parse_model", "resolve_provider",
-    "usage_of",
+    "AnthropicLlm", "CODES", "CorralLlm", "GeminiLlm", "ModelError", "OpenAIChatLlm",
+    "OpenAIResponsesLlm", "ProviderConfig", "ProviderKind", "USAGE_KEY", "build_model",
+    "close_model", "usage_of",
 }
 
 
@@ -27,12 +26,13 @@ def test_adapters_and_their_sdks_are_imported_per_provider() -> None:
     # A fresh interpreter: this one has imported everything already.
     script = textwrap.dedent("""
         import sys
-        from actors.native.models import ProviderConfig, resolve_provider
+        from actors.native.models import ProviderConfig
+        from actors.native.providers import resolve
         def loaded():
             return sorted(m for m in ("openai", "anthropic", "google.adk", "google.genai")
                           if m in sys.modules)
-        resolve_provider("openai/gpt-5-mini", providers={}, session_base_url=None,
-                         session_env={}, daemon_env={})
+        resolve("openai/gpt-5-mini", providers={}, session_base_url=None,
+                session_env={}, daemon_env={})
         print(loaded())
         from actors.native.models import build_model
         build_model(ProviderConfig(kind="openai", provider="openai", model="m",

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import msgspec
 import pytest
 
-from actors.native.config import DEFAULT_BASE_URLS
+from actors.native.providers import DEFAULT_BASE_URLS
 from actors.native.models import ModelError, ProviderConfig, ProviderKind
 from tests.actors.native.modelkit import (
     CREDENTIAL_HEADERS, KINDS, config_for, one_call, request, run, user,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from actors.native.models import ProviderKind, build_model, close_model
-from actors.native.oneshot import PING, PING_MARKER, RunLimits, RunResult, probe, run_once
+from actors.native.cli.oneshot import PING, PING_MARKER, RunLimits, RunResult, probe, run_once
 from tests.fakes.model_script import Call, Turn, call, fail, say
 from tests.fakes.model_thread import ServerThread
 from tests.fakes.scripted_llm import ScriptedLlm

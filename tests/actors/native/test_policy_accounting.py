@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from actors.native.accounting import TurnAccount, call_cost, price_for
-from actors.native.askrules import AskRules
+from actors.native.worker.accounting import TurnAccount, call_cost, price_for
+from actors.native.worker.askrules import AskRules
 from protocol.events import Usage
 from protocol.models import Permissions
 from protocol.native import Price

@@ -12,8 +12,8 @@ import pytest
 import trio
 import trio.testing
 
-from actors.native.forkserver import BACKGROUND_NICE
-from actors.native.forkservice import ForkServer
+from actors.native.forkserver.server import BACKGROUND_NICE
+from actors.native.daemon.forkservice import ForkServer
 from supervisor.ledger.store import Ledger
 from supervisor.proc.child import open_child
 from tests.fakes.proctools import subreaper, wait_no_descendants

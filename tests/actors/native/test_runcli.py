@@ -13,7 +13,7 @@ import pytest
 
 import actors.native.models as models
 from actors import app
-from actors.native.oneshot import PING, PING_MARKER
+from actors.native.cli.oneshot import PING, PING_MARKER
 from protocol.native import ProviderSettings
 from tests.fakes.model_script import call, say
 from tests.fakes.scripted_llm import ScriptedLlm

@@ -12,7 +12,7 @@ from actors.harness import HarnessRequest
 from actors.lsp import DiagnosticLine, DiagnosticsQuery, ServerStatus
 from actors.lsp import DiagnosticsReport as LspReport
 from actors.mcp.config import McpConfig
-from actors.native.services import DaemonServices
+from actors.native.daemon.services import DaemonServices
 from protocol.errors import UnknownSession
 from protocol.models import McpServer
 from protocol.native import (

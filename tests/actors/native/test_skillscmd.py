@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from actors.native import skillscmd
+from actors.native.cli import skillscmd
 from protocol.native_context import ContextSettings
 
 REPO = Path(__file__).resolve().parents[3]

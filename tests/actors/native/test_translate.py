@@ -10,16 +10,15 @@ import msgspec
 import pytest
 
 from actors.harness import HarnessRequest, Send
-from actors.native.config import (
+from actors.native.daemon.config import (
     PRICES_FILE,
-    ProviderTable,
     decode_providers,
     load_prices,
-    resolve,
     user_prices_path,
 )
-from actors.native.driver import NativeDriver
-from actors.native.translate import NativeTranslator
+from actors.native.providers import ProviderTable
+from actors.native.daemon.driver import NativeDriver
+from actors.native.daemon.translate import NativeTranslator
 from protocol.errors import BadRequest, ProtocolError, SessionBusy, UnknownPermission
 from protocol.events import Assistant, Init, Permission, Result
 from protocol.framing import LengthPrefixFramer
@@ -203,36 +202,6 @@ def test_the_daemon_side_never_imports_adk_or_the_sdks() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
-
-
-@pytest.mark.parametrize(("spec", "tables", "session_env", "base_url"), [
-    ("openai/gpt-5-mini", {}, {"OPENAI_API_KEY": "s"}, None),
-    ("openai/gpt-5-mini", {}, None, "http://h/v1"),
-    ("anthropic/claude-sonnet-4", {"anthropic": {"base_url": "http://a", "timeout": 9}}, {}, None),
-    ("gemini/gemini-2.5-flash", {"gemini": {"api_key_env": ""}}, None, None),
-    ("local/qwen3:8b", {"local": {"kind": "openai-chat", "base_url": "http://l/v1"}}, None, None),
-    ("local/x", {"local": {"kind": "openai", "api_key_env": "LOCAL_KEY", "max_retries": 0}},
-     {"LOCAL_KEY": ""}, None),
-    ("openai/a/b", {"openai": {"max_response_bytes": 2048}}, None, None),
-])
-def test_the_daemon_resolver_agrees_with_the_worker_side_one(
-        spec: str, tables: dict[str, dict[str, object]], session_env: dict[str, str] | None,
-        base_url: str | None) -> None:
-    from actors.native.models import ProviderTable as TheirTable
-    from actors.native.models import resolve_provider
-
-    daemon_env = {"OPENAI_API_KEY": "d", "ANTHROPIC_API_KEY": "a", "GEMINI_API_KEY": "g",
-                  "LOCAL_KEY": "l"}
-    ours_tables, warnings = decode_providers(tables)
-    assert warnings == []
-    ours = resolve(spec, providers=ours_tables, session_base_url=base_url,
-                   session_env=session_env, daemon_env=daemon_env)
-    theirs = resolve_provider(spec, providers={k: msgspec.convert(v, TheirTable)
-                                               for k, v in tables.items()},
-                              session_base_url=base_url, session_env=session_env,
-                              daemon_env=daemon_env)
-    theirs_fields = msgspec.structs.asdict(theirs)
-    assert msgspec.structs.asdict(ours) == {k: theirs_fields[k] for k in ours.__struct_fields__}
 
 
 def test_bad_provider_tables_are_warnings_and_left_out() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from actors.native.compaction import CompactionConfig
-from actors.native.driver import NativeDriver
+from actors.native.daemon.driver import NativeDriver
 from protocol.errors import BadRequest
 from protocol.native import Compact, Start
 from tests.actors.native.test_translate import _commands, _ready, _request

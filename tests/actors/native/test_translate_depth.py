@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from actors.app import Config, drivers
-from actors.native.config import NativeConfig
-from actors.native.driver import NativeDriver
+from actors.native.daemon.config import NativeConfig
+from actors.native.daemon.driver import NativeDriver
 from protocol.errors import BadRequest
 from protocol.native import Start
 from protocol.native_context import ContextSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
-from actors.native.warmup import KINDS, warm_up
+from actors.native.forkserver.warmup import KINDS, warm_up
 
 
 def test_every_provider_warms_up_and_nothing_is_left_running() -> None:

@@ -32,9 +32,10 @@ from protocol.models import Permissions
 from protocol.native import Prompt, ProviderKind, ProviderSettings, Start
 from protocol.native_context import ContextSettings
 
+from ..providers import KINDS
+
 __all__ = ["KINDS", "warm_up"]
 
-KINDS: tuple[ProviderKind, ...] = ("openai", "openai-chat", "anthropic", "gemini")
 _TURN_TIMEOUT = 30.0
 _MAX_HEAD = 64 * 1024
 

@@ -166,7 +166,7 @@ def _prepare(nice: int) -> list[str]:
 def _import_and_warm_up() -> list[str]:
     for name in PRELOAD:
         importlib.import_module(name)
-    from actors.native.warmup import warm_up
+    from actors.native.forkserver.warmup import warm_up
 
     return warm_up()
 
@@ -389,6 +389,3 @@ def _restore(startup: Handlers) -> None:
             signal.signal(sig, handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
 
-
-if __name__ == "__main__":
-    sys.exit(main())

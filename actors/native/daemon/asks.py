@@ -12,7 +12,7 @@ with an error, so the worker is never left waiting; an ask whose worker is gone 
 Asks and their answers bypass the session, so they are not in its frame log
 (``options.log_path``) either.
 
-``Services`` is what answers: ``actors.native.services.DaemonServices`` in the daemon (MCP
+``Services`` is what answers: ``actors.native.daemon.services.DaemonServices`` in the daemon (MCP
 registry and language servers), ``NO_SERVICES`` where there are none.
 """
 

@@ -29,7 +29,7 @@ import msgspec
 
 from supervisor import logformat
 
-from .config import ModelSpecError, ProviderTable, resolve
+from ..providers import ModelSpecError, ProviderTable, resolve
 
 __all__ = ["ProvidersLoader", "add_commands"]
 
@@ -95,7 +95,7 @@ def _probe(args: argparse.Namespace, providers: ProvidersLoader) -> int:
 def _with_model(args: argparse.Namespace, spec: str, providers: ProvidersLoader,
                 body: Callable[[Any], Any], *, text: bool = True) -> int:
     """Build the model for ``spec``, run ``body`` on it, close it, and report the result."""
-    from .models import ModelError, ProviderConfig, build_model, close_model
+    from ..models import ModelError, ProviderConfig, build_model, close_model
     from .oneshot import RunResult
 
     # Warnings on stderr, one line each; ADK's and the SDKs' tracebacks of the failure this

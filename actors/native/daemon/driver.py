@@ -12,7 +12,7 @@
 * ``spawn``: the session's spawn hook (``actors.harness``): the worker is forked from the
   daemon's fork server (``forkservice.ForkServer``) when the driver has one, else exec'd; either
   way it is an ``open_child`` process child (ledger, group close, exit status), whose asks
-  (MCP tools, diagnostics) the driver's ``services`` answer (``actors.native.asks``) without
+  (MCP tools, diagnostics) the driver's ``services`` answer (``actors.native.daemon.asks``) without
   the session seeing them. With ``services`` the ``start`` frame says ``daemon_tools``.
 * ``detect``: available when google-adk is installed (its ``google.adk.runners`` module is found;
   the daemon never imports ADK itself), version = google-adk's; ``features.providers`` lists the
@@ -43,9 +43,9 @@ from supervisor.ledger.store import Ledger
 from supervisor.proc.child import ProcessSpec, open_child
 
 from .asks import NO_SERVICES, ServedChild, Services, served
-from .compaction.settings import CompactionConfig
-from .config import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
+from ..compaction.settings import CompactionConfig
 from .forkservice import ForkServer
+from ..providers import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
 from .translate import NativeTranslator, store_dir
 
 __all__ = ["FEATURES", "HARNESS", "NATIVE_ROOT", "SESSION_ENV", "NativeDriver", "adk_installed"]
@@ -54,7 +54,7 @@ HARNESS = "native"
 FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, set_model=True)
 """What a native session can do, statically (``detect`` adds the providers)."""
 
-NATIVE_ROOT = Path(__file__).resolve().parents[2]
+NATIVE_ROOT = Path(__file__).resolve().parents[3]
 """The directory that holds ``actors`` (a source tree, or an install's site-packages): the cwd of
 workers and of the fork server, so that their ``python -m`` imports this very code."""
 

@@ -43,8 +43,9 @@ from protocol.native import (
     Shutdown, Start, Steer, decode_event, encode_command, is_ask,
 )
 
-from .compaction.settings import CompactionConfig
-from .config import ModelSpecError, ProviderTable, key_warnings, resolve
+from ..compaction.settings import CompactionConfig
+from .config import key_warnings
+from ..providers import ModelSpecError, ProviderTable, resolve
 
 __all__ = ["NativeTranslator", "StoreFinder", "autonomy", "store_dir"]
 
@@ -122,7 +123,7 @@ class NativeTranslator:
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
         """One event from the worker; ``ProtocolError`` for a frame that is not one. An ask
-        (answered beside the session, ``actors.native.asks``) that reaches it is dropped."""
+        (answered beside the session, ``actors.native.daemon.asks``) that reaches it is dropped."""
         if is_ask(frame):
             return []
         try:

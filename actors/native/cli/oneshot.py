@@ -39,7 +39,7 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
-from actors.native.askrules import AskRules
+from actors.native.worker.askrules import AskRules
 from actors.native.models import ModelError, usage_of
 from actors.native.tools import TOOLS, Limits, Workspace
 from actors.native.worker.agent import CodingTool
