@@ -30,9 +30,9 @@ from actors.lsp.servers import ServerDef, find_root
 from protocol.errors import ActorGone
 from protocol.messages import LspServerInfo
 from supervisor.ledger.store import Ledger
+from supervisor.threadimport import load
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 from supervisor.tree.backoff import RestartPolicy
-from supervisor.threadimport import load
 from supervisor.tree.specs import ChildState, UnknownChild
 
 if TYPE_CHECKING:  # the actor, its connection and the sans-IO core load with the first server
