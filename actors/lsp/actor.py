@@ -25,7 +25,6 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-import msgspec
 import trio
 
 from actors.lsp.connection import Connection, ConnectionLost
