@@ -42,10 +42,9 @@ from actors.native.daemon.driver import NATIVE_ROOT, NativeDriver, adk_installed
 from actors.native.daemon.forkservice import ForkServer
 from actors.native.daemon.services import DaemonServices
 from actors.native.daemon.translate import autonomy as native_autonomy
-from actors.session.actor import Session
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
-from actors.session.sessions import SessionTable
+from actors.session.sessions import ClosedSession, SessionTable
 from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode.servers import OpenCodeServers
@@ -362,7 +361,7 @@ class App:
                 return McpListResult(servers=self.mcp.registry.infos())
             case McpRestart(name=name):
                 return McpServerResult(server=await self.mcp.registry.restart(name))
-            case SessionClose(session_id=sid) if not isinstance(self.sessions.get(sid), Session):
+            case SessionClose(session_id=sid) if isinstance(self.sessions.get(sid), ClosedSession):
                 return Empty()  # closing an ended session is a no-op
             case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
                   | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)

@@ -23,9 +23,8 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import msgspec
 import trio
 
 from actors.lsp.connection import Connection, ConnectionLost
@@ -36,26 +35,17 @@ from protocol.errors import CorralError
 from protocol.messages import LspServerInfo
 from supervisor.ledger.store import Ledger
 from supervisor.proc.child import Goodbye, ProcessChild, ProcessSpec, open_child
-from supervisor.tree.backoff import GiveUp, RestartPolicy, RestartTracker
+from supervisor.tree.backoff import GiveUp, RestartTracker
 
-__all__ = ["LspServer", "LspSettings", "Outcome"]
+if TYPE_CHECKING:
+    from actors.lsp.service import LspSettings
+
+__all__ = ["LspServer", "Outcome"]
 
 log = logging.getLogger("corral.lsp")
 
 Outcome = tuple[Literal["ok", "timeout", "crashed", "failed"], Result | None]
 """What one server says about one write: its state for the report, and the result if ``ok``."""
-
-
-class LspSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """The ``[lsp]`` numbers one actor needs (seconds, counts)."""
-
-    startup_timeout: float = 10.0
-    request_timeout: float = 10.0
-    shutdown_timeout: float = 3.0
-    idle_timeout: float = 600.0
-    max_documents: int = 64
-    restart: RestartPolicy = RestartPolicy()
-    client_version: str = "0"
 
 
 class LspServer:

@@ -19,22 +19,26 @@ import os
 import shutil
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 import msgspec
 import trio
 
-from actors.lsp.actor import LspServer, LspSettings, Outcome
 from actors.lsp.config import LspConfig, resolve_servers
 from actors.lsp.report import DiagnosticLine, DiagnosticsQuery, DiagnosticsReport, ServerStatus, lines_of
 from actors.lsp.servers import ServerDef, find_root
 from protocol.errors import ActorGone
 from protocol.messages import LspServerInfo
 from supervisor.ledger.store import Ledger
+from supervisor.threadimport import load
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 from supervisor.tree.backoff import RestartPolicy
 from supervisor.tree.specs import ChildState, UnknownChild
 
-__all__ = ["LanguageServers", "LspWarning"]
+if TYPE_CHECKING:  # the actor, its connection and the sans-IO core load with the first server
+    from actors.lsp.actor import LspServer, Outcome
+
+__all__ = ["LanguageServers", "LspSettings", "LspWarning"]
 
 log = logging.getLogger("corral.lsp")
 
@@ -48,6 +52,18 @@ class LspWarning(msgspec.Struct, frozen=True, kw_only=True):
     code: str
     server: str | None
     message: str
+
+
+class LspSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``[lsp]`` numbers one actor needs (seconds, counts)."""
+
+    startup_timeout: float = 10.0
+    request_timeout: float = 10.0
+    shutdown_timeout: float = 3.0
+    idle_timeout: float = 600.0
+    max_documents: int = 64
+    restart: RestartPolicy = RestartPolicy()
+    client_version: str = "0"
 
 
 class LanguageServers:
@@ -70,6 +86,7 @@ class LanguageServers:
         self._missing: dict[str, float] = {}
         self._warned: set[str] = set()
         self._supervisor: Supervisor | None = None
+        self._server: type[LspServer] | None = None  # the actor's class, once one started
         self._changed = trio.Event()
         self._lookup = trio.Lock()  # one lookup-or-start at a time: starts are instant
 
@@ -168,10 +185,11 @@ class LanguageServers:
 
     def actors(self) -> list[LspServer]:
         """The running actors' handles (for tests and statistics)."""
-        if self._supervisor is None:
+        server = self._server
+        if self._supervisor is None or server is None:
             return []
         return [c.handle for c in self._supervisor.which_children()
-                if isinstance(c.handle, LspServer) and not c.handle.ended]
+                if isinstance(c.handle, server) and not c.handle.ended]
 
     # --- internals -------------------------------------------------------------------------
 
@@ -183,22 +201,25 @@ class LanguageServers:
         supervisor = self._supervisor
         if supervisor is None:
             raise ActorGone("the lsp supervisor is not running")
+        if self._server is None:
+            self._server = (await load("actors.lsp.actor")).LspServer
+        server = self._server
         child_id = f"{definition.id}:{root}"
         try:
             info = supervisor.child(child_id)
-            ended = isinstance(info.handle, LspServer) and info.handle.ended
+            ended = isinstance(info.handle, server) and info.handle.ended
             if info.state is ChildState.STOPPED or ended:  # stopped when idle: start anew
                 await supervisor.terminate_child(child_id)  # joins the exit in flight
                 await supervisor.delete_child(child_id)
                 raise UnknownChild(child_id)
             handle = info.handle
         except UnknownChild:
-            actor = LspServer(definition, root, program, settings=self.settings, ledger=self.ledger,
+            actor = server(definition, root, program, settings=self.settings, ledger=self.ledger,
                               on_change=self._pulse)
             spec = ChildSpec(id=child_id, start=actor.run, restart=RestartType.TRANSIENT,
                              shutdown=self.config.shutdown_timeout + 2)
             handle = await supervisor.start_child(spec)
-        if not isinstance(handle, LspServer):
+        if not isinstance(handle, server):
             raise ActorGone(f"language server {child_id} is restarting")
         return handle
 

@@ -55,7 +55,7 @@ import trio
 
 from actors.harness import HarnessRequest
 from actors.session.afterresult import AFTER_RESULT_TIMEOUT, AfterResults
-from actors.session.child import KILL_MARGIN, Harness
+from actors.session.child import Harness
 from actors.session.core import SessionCore
 from actors.session.deps import Offload, SessionDeps, in_thread
 from actors.session.eventlog import EventLog
@@ -78,6 +78,7 @@ from actors.session.messages import (
     Tick,
     Write,
 )
+from actors.session.config import KILL_MARGIN
 from actors.session.meta import SessionMeta, write_meta
 from protocol.errors import ActorGone, SessionClosed, StorageFailed
 from protocol.events import Delivery, Event, Exit, Result, SessionState

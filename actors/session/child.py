@@ -51,17 +51,13 @@ from actors.session.messages import (
     WorkDone,
 )
 from protocol.errors import ActorGone, ChildExited, CorralError, IntensityExceeded
-from actors.session.config import SessionsConfig
+from actors.session.config import KILL_MARGIN, SessionsConfig
 from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.child import Goodbye, open_child
 from supervisor.proc.spec import ExitStatus, ProcessSpec
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 
 __all__ = ["Generation", "Harness", "HarnessChild", "Spawn", "spawn_process"]
-
-KILL_MARGIN = 5.0
-"""Seconds beyond ``close_timeout`` for the SIGKILL at the end of a close sequence and the reap."""
-
 
 class HarnessChild(Protocol):
     """What a session needs of a running child (``supervisor.proc.ProcessChild`` is one)."""

@@ -16,7 +16,11 @@ from msgspec import Meta, Struct
 from actors.session.logfile import Durability
 from supervisor.proc.config import ChildrenConfig
 
-__all__ = ["HarnessConfig", "HarnessesConfig", "SessionSettings", "SessionsConfig", "harness_defaults"]
+__all__ = ["KILL_MARGIN", "HarnessConfig", "HarnessesConfig", "SessionSettings", "SessionsConfig",
+           "harness_defaults"]
+
+KILL_MARGIN = 5.0
+"""Seconds beyond ``close_timeout`` for the SIGKILL at the end of a close sequence and the reap."""
 
 _Count = Annotated[int, Meta(ge=0)]
 _Capacity = Annotated[int, Meta(ge=1)]

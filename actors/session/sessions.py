@@ -26,16 +26,14 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
 from actors.harness import Driver, HarnessRequest
-from actors.session.actor import Session
 from actors.session.deps import SessionDeps
 from actors.session.drivers import driver_of, load_all
-from actors.session.child import KILL_MARGIN
 from actors.session.closedsession import ClosedSession, close_after_crash
 from actors.session.eventlog import EventLog
 from actors.session.framelog import FrameLog, open_frame_log
@@ -55,8 +53,12 @@ from protocol.errors import (
 )
 from protocol.messages import SessionCreate, SessionResume, SessionWarning
 from protocol.models import Detection, McpServer, Permissions, SessionInfo
-from actors.session.config import SessionSettings, harness_defaults
+from actors.session.config import KILL_MARGIN, SessionSettings, harness_defaults
+from supervisor.threadimport import load
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
+
+if TYPE_CHECKING:  # the actor, its harness child and the core load with the first session
+    from actors.session.actor import Session
 
 __all__ = ["ClosedSession", "SessionTable"]
 
@@ -174,7 +176,7 @@ class SessionTable:
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
                            ledger=self.ledger, directory=directory, after_result=self.after_result)
-        session = Session(meta, harness_request, deps, event_log, frame_log)
+        session = (await _session_class())(meta, harness_request, deps, event_log, frame_log)
         await self._start(supervisor, session, frame_log, event_log)
         if request.prompt:
             await session.prompt(request.prompt, "session")
@@ -214,7 +216,7 @@ class SessionTable:
             raise SessionClosed("the daemon is shutting down")
         session_id = request.session_id
         ended = await self.current(session_id)
-        if isinstance(ended, Session):
+        if not isinstance(ended, ClosedSession):
             raise SessionBusy(f"session {session_id} is {ended.info().state}; "
                               "only a closed or failed session can be resumed")
         meta = ended.meta
@@ -254,7 +256,8 @@ class SessionTable:
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
                            ledger=self.ledger, directory=directory, after_result=self.after_result)
-        session = Session(meta, harness_request, deps, event_log, frame_log, resumed=True)
+        session = (await _session_class())(meta, harness_request, deps, event_log, frame_log,
+                                           resumed=True)
         session.feed = ended.feed  # subscribers of the closed session follow the resumed one
         ended.feed.rebind(event_log)
         await self._start(supervisor, session, frame_log, event_log)
@@ -338,7 +341,7 @@ class SessionTable:
     def live_session(self, session_id: str) -> Session:
         """A running session; ``session_closed`` for one that ended."""
         found = self.get(session_id)
-        if not isinstance(found, Session):
+        if isinstance(found, ClosedSession):
             raise SessionClosed(f"session {session_id} is {found.meta.state}")
         return found
 
@@ -403,3 +406,10 @@ def _reopen_frame_log(raw: object, cwd: str, state_dir: Path, session_dir: Path)
     except BadRequest as exc:
         log.warning("session %s: options.log_path not reopened: %s", session_dir.name, exc.message)
         return None
+
+
+async def _session_class() -> type[Session]:
+    """``Session``, imported off the trio thread the first time a session starts: a daemon
+    with none never loads the actor, its harness child, the core and their messages."""
+    session: type[Session] = (await load("actors.session.actor")).Session
+    return session

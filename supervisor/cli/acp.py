@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from supervisor.acp import AcpOptions, serve
 from supervisor.acp.config import AcpConfig
 from supervisor.cli import daemonctl
 from supervisor.config import load_config
@@ -41,6 +40,9 @@ def add_arguments(sub: argparse.ArgumentParser) -> None:
 
 
 def acp(args: argparse.Namespace) -> int:
+    # The ACP shell: only this command loads it.
+    from supervisor.acp import AcpOptions, serve
+
     entry: DaemonEntry = args.daemon_entry
     root = resolve_state_dir(getattr(args, "state_dir", None))
     loaded = load_config(entry.config, args.config)

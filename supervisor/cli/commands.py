@@ -13,7 +13,6 @@ live by subject: ``daemon``, ``sessions``, ``services``, ``workspaces``, ``ui``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import traceback
@@ -25,7 +24,7 @@ from msgspec import Struct
 from protocol.errors import CorralError
 
 from supervisor.cli.daemonctl import DaemonRunner
-from supervisor.cli.parser import CommandAdder, build_parser
+from supervisor.cli.parser import CommandAdder, build_parser, resolve
 from supervisor.excgroup import lone_exception
 from supervisor.logformat import DEBUG_ENV, debugging
 
@@ -52,9 +51,8 @@ def main(argv: Sequence[str] | None = None, *, daemon: DaemonEntry) -> int:
     args.daemon_entry = daemon
     if getattr(args, "debug", False):
         os.environ[DEBUG_ENV] = "1"  # for this process, and the daemon `start` spawns
-    handler: Callable[[argparse.Namespace], int | None] = args.handler
     try:
-        return handler(args) or 0
+        return resolve(args.handler)(args) or 0
     except Exception as exc:  # noqa: BLE001 - the one place that turns anything into one line
         return _report(exc)
     except (KeyboardInterrupt, BaseExceptionGroup) as exc:

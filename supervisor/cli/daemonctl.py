@@ -27,7 +27,6 @@ from msgspec import Struct
 from protocol.errors import CorralError, DaemonNotRunning, Timeout
 
 from supervisor import logformat
-from supervisor.client import open_client
 from supervisor.config import LoadedConfig, load_config
 from supervisor.statedir import DaemonFile, StateDir
 
@@ -89,6 +88,7 @@ async def start(root: Path, module: str, *, port: int | None, config: str | None
 
 async def stop(root: Path, *, timeout: float, out: TextIO, err: TextIO) -> None:
     """Ask the daemon to stop and wait (bounded) until its process is gone."""
+    from supervisor.client import open_client  # not for `corral daemon`
     process: psutil.Process | None = None
     try:
         async with open_client(root) as client:
@@ -109,6 +109,7 @@ async def stop(root: Path, *, timeout: float, out: TextIO, err: TextIO) -> None:
 
 async def status_report(root: Path) -> dict[str, object]:
     """The daemon's status, its sessions and ``daemon.json``, as one JSON-able dict."""
+    from supervisor.client import open_client  # not for `corral daemon`
     async with open_client(root) as client:
         status = await client.status()
         sessions = await client.sessions()
@@ -164,6 +165,7 @@ def _source_root() -> str | None:
 
 async def _running_pid(root: Path) -> int | None:
     """The pid of the daemon that answers a hello in ``root``, or None."""
+    from supervisor.client import open_client  # not for `corral daemon`
     try:
         async with open_client(root, connect_timeout=5) as client:
             return client.daemon_pid

@@ -18,7 +18,6 @@ import trio
 from protocol.errors import CorralError
 
 from supervisor.cli import daemonctl
-from supervisor.client import open_client
 from supervisor.statedir import resolve_state_dir
 
 if TYPE_CHECKING:
@@ -36,6 +35,7 @@ def add_arguments(sub: argparse.ArgumentParser) -> None:
 
 
 def mcp_server(args: argparse.Namespace) -> int:
+    from supervisor.client import open_client  # with this command only, not every command line
     from supervisor.mcpserver.server import serve_stdio  # the MCP SDK: this command only
 
     entry: DaemonEntry = args.daemon_entry

@@ -15,7 +15,6 @@ from collections.abc import Callable
 import trio
 
 from protocol.messages import LoginCodeResult, UiLoginCode
-from supervisor.client import open_client
 from supervisor.statedir import resolve_state_dir
 
 __all__ = ["add_ui_command"]
@@ -30,6 +29,9 @@ def add_ui_command(command: Command) -> None:
 
 
 def _ui(args: argparse.Namespace) -> None:
+    # Only this command needs the client library.
+    from supervisor.client import open_client
+
     async def mint() -> LoginCodeResult:
         async with open_client(resolve_state_dir(getattr(args, "state_dir", None))) as client:
             result = await client.request(UiLoginCode(id=0))

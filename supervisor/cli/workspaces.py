@@ -28,7 +28,6 @@ from protocol.messages import (
     WorkspaceDiscard,
     WorkspaceMerge,
 )
-from supervisor.client import open_client
 from supervisor.statedir import resolve_state_dir
 
 __all__ = ["add_workspace_commands", "ask"]
@@ -60,6 +59,9 @@ def add_workspace_commands(command: Command) -> None:
 
 def ask(state_dir: Path, request: Request, result_type: type[_R]) -> _R:
     """Send one request to the daemon of ``state_dir``; its result, checked to be a ``result_type``."""
+    # Only these commands need the client library.
+    from supervisor.client import open_client
+
     async def send() -> object:
         async with open_client(state_dir) as client:
             return await client.request(request)

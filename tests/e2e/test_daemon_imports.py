@@ -24,6 +24,10 @@ HEAVY = (
     # our modules that only a session of some kind needs
     "actors.mcp.connection", "actors.native.daemon.forkclient", "actors.native.cli.oneshot",
     "actors.vendors.opencode.http",
+    # the CLI's client side: `corral daemon` parses its command line without loading the other
+    # commands' modules (their handlers are imported when they run)
+    "supervisor.client", "supervisor.acp.agent", "supervisor.cli.sessions", "supervisor.cli.attach",
+    "supervisor.cli.render", "supervisor.cli.services",
 )
 _LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.MULTILINE)
 
