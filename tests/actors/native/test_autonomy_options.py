@@ -19,6 +19,7 @@ from protocol.framing import LengthPrefixFramer
 from protocol.messages import SessionCreate
 from protocol.native import Autonomy, Start, decode_command, encode_event
 from supervisor.cli import commands, sessions
+from supervisor.cli.parser import resolve
 
 
 def translator(tmp: Path, options: dict[str, Any]) -> NativeTranslator:
@@ -74,10 +75,10 @@ def test_corral_new_goal_and_max_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     args = commands.build_parser().parse_args(
         ["new", "--harness", "native", "--model", "openai/x", "--goal", "fix it",
          "--max-turns", "5", "--option", 'autonomous={"max_cost_usd": 1.5}'])
-    args.handler(args)
+    resolve(args.handler)(args)
     assert sent[0].options == {"autonomous": {"goal": "fix it", "max_turns": 5,
                                               "max_cost_usd": 1.5}}
     assert sent[0].prompt is None
     args = commands.build_parser().parse_args(["new", "--harness", "native", "--max-turns", "5"])
     with pytest.raises(SystemExit):  # --max-turns without --goal is a usage error
-        args.handler(args)
+        resolve(args.handler)(args)
