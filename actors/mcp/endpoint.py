@@ -34,6 +34,7 @@ import trio
 from actors.mcp.binding import SessionMcp
 from actors.mcp.registry import McpRegistry
 from protocol.errors import ActorGone, CorralError
+from supervisor.asgi import lifespan, plain
 from supervisor.threadimport import load
 
 if TYPE_CHECKING:  # loaded when the endpoint is first wanted (``run``)
@@ -129,7 +130,7 @@ class McpEndpoint:
 
     async def _asgi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -137,16 +138,16 @@ class McpEndpoint:
         fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers}
         reason = self.refuse(self.port, fields.get("host", ""), headers)
         if reason is not None:
-            await _plain(send, 403, reason)
+            await plain(send, 403, reason)
             return
         binding = self._authorized(fields.get("authorization", ""))
         if binding is None:
-            await _plain(send, 401, "a session bearer token is required")
+            await plain(send, 401, "a session bearer token is required")
             return
         path: str = scope.get("path", "")
         name = path[len(_PREFIX):].rstrip("/") if path.startswith(_PREFIX) else ""
         if name not in binding.routes:
-            await _plain(send, 404, f"this session has no MCP server {name!r}")
+            await plain(send, 404, f"this session has no MCP server {name!r}")
             return
         await self._manager.handle_request({**scope, _SCOPE_KEY: (binding, name)}, receive, send)
 
@@ -192,22 +193,4 @@ def _route(ctx: ServerRequestContext[Any]) -> tuple[SessionMcp, str]:
     if route is None:  # only reachable through _asgi, which always sets it
         raise RuntimeError("an MCP request reached the endpoint without its route")
     return route  # type: ignore[no-any-return]
-
-
-async def _lifespan(receive: Any, send: Any) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-async def _plain(send: Any, status: int, text: str) -> None:
-    body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
 

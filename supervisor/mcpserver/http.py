@@ -22,6 +22,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from supervisor.asgi import lifespan, plain
 from supervisor.client import open_client
 from supervisor.mcpserver.server import build_server
 from supervisor.server.gate import Gate, header
@@ -45,18 +46,18 @@ async def serve(state_root: Path, token: str, daemon_port: int, extra_origins: S
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
         refusal = gate.foreign(header(headers, b"host") or "", headers, unix=False)
         if refusal is not None:
-            await _plain(send, 403, f"forbidden: {refusal}")
+            await plain(send, 403, f"forbidden: {refusal}\n")
         elif not hmac.compare_digest((header(headers, b"authorization") or "").encode(), expected):
-            await _plain(send, 401, "the daemon's bearer token is required (Authorization: Bearer …)")
+            await plain(send, 401, "the daemon's bearer token is required (Authorization: Bearer …)\n")
         elif scope.get("path") != PATH:
-            await _plain(send, 404, f"not found; the MCP server is at {PATH}")
+            await plain(send, 404, f"not found; the MCP server is at {PATH}\n")
         else:
             await manager.handle_request(scope, receive, send)
 
@@ -69,21 +70,3 @@ async def serve(state_root: Path, token: str, daemon_port: int, extra_origins: S
     async with manager.run(), trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(partial(hypercorn_serve, app, config))  # type: ignore[arg-type]
         task_status.started(int(binds[0].rsplit(":", 1)[1]))
-
-
-async def _lifespan(receive: Any, send: Any) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-async def _plain(send: Any, status: int, text: str) -> None:
-    body = (text + "\n").encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
