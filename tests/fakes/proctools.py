@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -70,11 +71,13 @@ async def wait_dead(procs: list[psutil.Process], timeout: float = 10.0) -> list[
 async def wait_cmdline(pid: int, wanted: list[str], timeout: float = 10.0) -> list[str]:
     """Poll until ``pid``'s command line ends with ``wanted`` or ``timeout`` passed; the last one
     seen. A spawn returns once ``setpriv`` (``supervisor.proc.deathsig``) is exec'd, a moment
-    before it execs the program itself."""
+    before it execs the program itself; ``setpriv``'s own command line also ends with ``wanted``,
+    so it does not count."""
     deadline = trio.current_time() + timeout
     while True:
         seen = psutil.Process(pid).cmdline()
-        if seen[-len(wanted):] == wanted or trio.current_time() >= deadline:
+        exec_done = bool(seen) and Path(seen[0]).name != "setpriv"
+        if (exec_done and seen[-len(wanted):] == wanted) or trio.current_time() >= deadline:
             return seen
         await trio.sleep(0.01)
 
