@@ -398,7 +398,6 @@ def _placement(config: PlacementConfig, host: Host, sessions: SessionTable) -> P
     """The backend ``[placement] backend`` names (``local``: this machine, one node)."""
     if config.backend != "local":
         raise ConfigInvalid(f"[placement] backend {config.backend!r} is not available in this build")
-
     def open_sessions() -> int:  # a closed session may linger in ``live`` a moment
         return sum(1 for s in sessions.live.values() if s.info().state not in ("closed", "failed"))
 
