@@ -45,6 +45,9 @@ from actors.native.daemon.translate import autonomy as native_autonomy
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
+from actors.usage.cliargs import HELP as USAGE_HELP
+from actors.usage.cliargs import add_arguments as usage_arguments
+from actors.usage.service import UsageService
 from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode.servers import OpenCodeServers
@@ -78,6 +81,7 @@ from protocol.messages import (
     SessionResume,
     SessionSetModel,
     SessionSetPermissions,
+    UsageSummary,
     WorkspaceCommit,
     WorkspaceDiff,
     WorkspaceDiscard,
@@ -141,9 +145,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _commands(command: commands.CommandAdder) -> None:
-    """The application's own commands, run in the CLI's process: run, probe, skills, defaults."""
+    """The application's own commands, run in the CLI's process: run, probe, skills, usage,
+    defaults."""
     add_native_commands(command, _providers)
     skillscmd.add_arguments(command("skills", _skills, skillscmd.HELP))
+    usage_arguments(command("usage", "actors.usage.cli:main", USAGE_HELP))
     command("defaults", _defaults, "Print a default file shipped with corral, to read or copy "
             "(works without a daemon).").add_argument(
         "what", choices=tuple(defaults.FILES),
@@ -271,6 +277,7 @@ class App:
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result)
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
+        self.usage = UsageService(host.state.root, load_prices((PRICES_FILE, user_prices_path()))[0])
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
         # corral's own tools over MCP at /mcp on the daemon's port (the SDK loads on first use)
@@ -357,6 +364,8 @@ class App:
             case WorkspaceDiscard(session_id=sid, force=force):
                 await self.worktrees.discard(sid, force=force, by=connection_id)
                 return Empty()
+            case UsageSummary():
+                return await self.usage.summary(request)
             case McpList():
                 return McpListResult(servers=self.mcp.registry.infos())
             case McpRestart(name=name):

@@ -198,6 +198,18 @@ class UiLoginCode(Request, tag="ui.login_code", kw_only=True, frozen=True):
     """
 
 
+class UsageSummary(Request, tag="usage.summary", kw_only=True, frozen=True):
+    """Tokens, turns, errors and cost of every session in the state directory, closed ones too.
+
+    ``since``: only turns from then on, as ``7d``/``12h``/``30m`` before now or a UTC date or
+    time (``2026-12-01``, ``2026-12-01T08:00:00Z``); ``by``: one group per ``harness``,
+    ``model``, ``session`` or ``day`` (UTC). A bad value is ``bad_request`` with ``data.field``.
+    """
+
+    since: str | None = None
+    by: str | None = None
+
+
 ClientRequest = (
     DaemonStatus
     | DaemonShutdown
@@ -223,6 +235,7 @@ ClientRequest = (
     | WorkspaceMerge
     | WorkspaceDiscard
     | UiLoginCode
+    | UsageSummary
 )
 """Every request a client may send after the handshake."""
 
@@ -234,6 +247,6 @@ REQUEST_TYPES: dict[str, type[Request]] = {
         SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
         McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
         UiLoginCode,
-        SessionCompact, SessionSetPermissions,
+        SessionCompact, SessionSetPermissions, UsageSummary,
     )
 }

@@ -1,0 +1,41 @@
+"""The usage summary of a whole state directory, read from its session directories.
+
+Used by the daemon (``usage.summary``, in a worker thread) and by ``corral usage`` when no
+daemon runs; both read the same files (each session's ``meta.json`` and, through the usage
+index, its ``events.jsonl``), so closed sessions count as much as open ones. Blocking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from actors.session.meta import SessionMeta, list_sessions
+from actors.usage.index import session_turns
+from actors.usage.summary import UNKNOWN, SessionTurns, parse_by, parse_since, summarise
+from protocol.messages import UsageSummaryResult
+from protocol.native import Price
+
+__all__ = ["summarise_state"]
+
+
+def summarise_state(state_root: Path, prices: Mapping[str, Price], *, since: str | None,
+                    by: str | None, now: float) -> UsageSummaryResult:
+    """``usage.summary`` over ``state_root/sessions``. ``BadRequest`` for a bad ``since`` or
+    ``by`` (checked before any file is read). A session whose log cannot be read is left out;
+    one whose ``meta.json`` cannot be read counts under harness ``unknown``."""
+    start = parse_since(since, now)
+    grouping = parse_by(by)
+    return summarise(_sessions(state_root / "sessions"), prices, since=start, by=grouping)
+
+
+def _sessions(root: Path) -> Iterator[SessionTurns]:
+    for directory, meta in list_sessions(root):
+        try:
+            turns = session_turns(directory)
+        except OSError:
+            continue
+        if isinstance(meta, SessionMeta):
+            yield SessionTurns(meta.id, meta.harness, meta.model, turns)
+        else:
+            yield SessionTurns(directory.name, UNKNOWN, None, turns)
