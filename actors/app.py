@@ -45,8 +45,7 @@ from actors.native.daemon.translate import autonomy as native_autonomy
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
-from actors.usage.cliargs import HELP as USAGE_HELP
-from actors.usage.cliargs import add_arguments as usage_arguments
+from actors.usage.report import local_summary
 from actors.usage.service import UsageService
 from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache, prewarm
@@ -90,7 +89,7 @@ from protocol.messages import (
 from protocol.models import WorkspaceSpec
 from supervisor import __version__
 from supervisor.acp.config import AcpConfig
-from supervisor.cli import commands
+from supervisor.cli import commands, usagecmd
 from supervisor.config import LoadedConfig, load_config
 from supervisor.mcpserver.front import McpFront
 from supervisor.proc.config import ChildrenConfig
@@ -149,7 +148,7 @@ def _commands(command: commands.CommandAdder) -> None:
     defaults."""
     add_native_commands(command, _providers)
     skillscmd.add_arguments(command("skills", _skills, skillscmd.HELP))
-    usage_arguments(command("usage", "actors.usage.cli:main", USAGE_HELP))
+    usagecmd.add_arguments(command("usage", _usage, usagecmd.HELP))
     command("defaults", _defaults, "Print a default file shipped with corral, to read or copy "
             "(works without a daemon).").add_argument(
         "what", choices=tuple(defaults.FILES),
@@ -160,6 +159,11 @@ def _commands(command: commands.CommandAdder) -> None:
 def _defaults(args: argparse.Namespace) -> None:
     """``corral defaults NAME``: the packaged file, byte for byte."""
     sys.stdout.write(defaults.read(defaults.FILES[args.what]))
+
+
+def _usage(args: argparse.Namespace) -> None:
+    """``corral usage``: the daemon's figures, else the state directory's read here."""
+    usagecmd.show(args, local_summary)
 
 
 def _skills(args: argparse.Namespace) -> int:

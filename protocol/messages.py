@@ -42,6 +42,7 @@ from .requests import WorkspaceMerge as WorkspaceMerge
 from .requests import WorkspaceDiscard as WorkspaceDiscard
 from .requests import UiLoginCode as UiLoginCode
 from .requests import UsageSummary as UsageSummary
+from .requests import USAGE_GROUPINGS as USAGE_GROUPINGS
 from .requests import ClientRequest as ClientRequest
 from .requests import REQUEST_TYPES as REQUEST_TYPES
 from .results import Empty as Empty

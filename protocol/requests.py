@@ -198,6 +198,10 @@ class UiLoginCode(Request, tag="ui.login_code", kw_only=True, frozen=True):
     """
 
 
+USAGE_GROUPINGS = ("harness", "model", "session", "day")
+"""What ``usage.summary``'s ``by`` may name."""
+
+
 class UsageSummary(Request, tag="usage.summary", kw_only=True, frozen=True):
     """Tokens, turns, errors and cost of every session in the state directory, closed ones too.
 

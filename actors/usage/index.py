@@ -4,8 +4,10 @@ Theory of operation
 -------------------
 The log is the truth; the index is a cache of ``scan_span`` over its first ``size`` bytes,
 never trusted over it. ``session_turns`` stats the log and checks the index against it: the same
-file (inode), at least ``size`` bytes long, and the last bytes the index covered (``tail``)
-still there. Then the turns appended since are scanned from ``size`` on (a session still
+file (inode), at least ``size`` bytes long, and the last line the index covered still there
+(its first bytes, which name the session, ``seq`` and time, and its last ones); and, when the log has not grown, its modification time unchanged (so a log
+rewritten in place at its old length is rescanned; the daemon only appends and cuts back, and a
+rewrite that also grows the log is beyond this check). Then the turns appended since are scanned from ``size`` on (a session still
 writing: only whole lines, see ``logscan``) and added; if nothing was appended the index is the
 answer as it stands. Any other state, a missing index, one that does not decode (a torn write, a
 newer format), or a log that was replaced, cut back (the torn tail a crash leaves is truncated
@@ -51,10 +53,10 @@ def session_turns(directory: Path) -> list[TurnFacts]:
         return []
     try:
         stat = os.fstat(fd)
-        length, inode = stat.st_size, stat.st_ino
+        length, inode, mtime = stat.st_size, stat.st_ino, stat.st_mtime_ns
         index = _load(directory / INDEX_NAME)
-        if index is None or not _covers(fd, index, inode, length):
-            index = _Index(inode=inode, size=0, tail=b"", model=None, turns=[])
+        if index is None or not _covers(fd, index, inode, length, mtime):
+            index = _Index(inode=inode, mtime_ns=mtime, size=0, model=None, turns=[])
         if index.size == length:
             return index.turns
         data = os.pread(fd, length - index.size, index.size)
@@ -63,9 +65,10 @@ def session_turns(directory: Path) -> list[TurnFacts]:
     turns, model, read = scan_span(data, index.model)
     if read == 0:
         return index.turns
-    size = index.size + read
-    tail = (index.tail + data[:read])[-_TAIL:]
-    index = _Index(inode=inode, size=size, tail=tail, model=model, turns=index.turns + turns)
+    last = data.rfind(b"\n", 0, read - 1) + 1
+    index = _Index(inode=inode, mtime_ns=mtime, size=index.size + read, model=model,
+                   turns=index.turns + turns, line_at=index.size + last,
+                   head=data[last:read][:_HEAD], tail=data[last:read][-_TAIL:])
     _store(directory / INDEX_NAME, index)
     return index.turns
 
@@ -75,14 +78,20 @@ class _Index(msgspec.Struct, kw_only=True, frozen=True):
 
     version: int = 1
     inode: int
+    mtime_ns: int
+    """The log's modification time when it was last read."""
     size: int
-    tail: bytes
     model: str | None
     turns: list[TurnFacts]
+    line_at: int = 0
+    """Where the last line covered starts; ``head`` and ``tail`` are its first and last bytes."""
+    head: bytes = b""
+    tail: bytes = b""
 
 
+_HEAD = 128
+"""A line's first bytes: its frame's type, session id, seq and time (what tells two logs apart)."""
 _TAIL = 64
-"""How many of the covered log's last bytes the index keeps, to know the log is the same."""
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Index)
@@ -97,12 +106,19 @@ def _load(path: Path) -> _Index | None:
     return index if index.version == 1 else None
 
 
-def _covers(fd: int, index: _Index, inode: int, length: int) -> bool:
-    """Whether the log open on ``fd`` (``inode``, ``length`` bytes) still starts with what the
-    index covered: same file, no shorter, and the covered tail's bytes unchanged."""
-    if index.inode != inode or index.size > length or len(index.tail) != min(index.size, _TAIL):
+def _covers(fd: int, index: _Index, inode: int, length: int, mtime: int) -> bool:
+    """Whether the log open on ``fd`` (``inode``, ``length`` bytes, modified at ``mtime``) still
+    starts with what the index covered: same file, no shorter, the covered tail's bytes
+    unchanged, and not modified since if it is no longer."""
+    if index.inode != inode or index.size > length or (index.size == length and index.mtime_ns != mtime):
         return False
-    return os.pread(fd, len(index.tail), index.size - len(index.tail)) == index.tail
+    if index.size == 0:
+        return True
+    line = index.size - index.line_at
+    if not 0 < line or len(index.head) != min(line, _HEAD) or len(index.tail) != min(line, _TAIL):
+        return False
+    return (os.pread(fd, len(index.head), index.line_at) == index.head
+            and os.pread(fd, len(index.tail), index.size - len(index.tail)) == index.tail)
 
 
 def _store(path: Path, index: _Index) -> None:

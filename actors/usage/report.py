@@ -7,16 +7,18 @@ index, its ``events.jsonl``), so closed sessions count as much as open ones. Blo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from actors.native.daemon.config import PRICES_FILE, load_prices, user_prices_path
 from actors.session.meta import SessionMeta, list_sessions
 from actors.usage.index import session_turns
 from actors.usage.summary import UNKNOWN, SessionTurns, parse_by, parse_since, summarise
-from protocol.messages import UsageSummaryResult
+from protocol.messages import UsageSummary, UsageSummaryResult
 from protocol.native import Price
 
-__all__ = ["summarise_state"]
+__all__ = ["local_summary", "summarise_state"]
 
 
 def summarise_state(state_root: Path, prices: Mapping[str, Price], *, since: str | None,
@@ -27,6 +29,13 @@ def summarise_state(state_root: Path, prices: Mapping[str, Price], *, since: str
     start = parse_since(since, now)
     grouping = parse_by(by)
     return summarise(_sessions(state_root / "sessions"), prices, since=start, by=grouping)
+
+
+def local_summary(state_root: Path, request: UsageSummary) -> UsageSummaryResult:
+    """``corral usage`` with no daemon running: ``request`` answered here, at the price tables
+    on disk now (the shipped one and the user's ``prices.toml``; a bad entry is left out)."""
+    prices, _ = load_prices((PRICES_FILE, user_prices_path()))
+    return summarise_state(state_root, prices, since=request.since, by=request.by, now=time.time())
 
 
 def _sessions(root: Path) -> Iterator[SessionTurns]:

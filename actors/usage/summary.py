@@ -35,7 +35,7 @@ __all__ = ["GROUPINGS", "By", "SessionTurns", "parse_by", "parse_since", "summar
 
 By = Literal["harness", "model", "session", "day"]
 GROUPINGS: tuple[By, ...] = get_args(By)
-"""What ``by`` may name."""
+"""What ``by`` may name (``protocol``'s ``USAGE_GROUPINGS``, typed)."""
 
 UNKNOWN = "unknown"
 """The group key of a turn whose model (or a session whose harness) is not known."""
