@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-The log is the truth; the index is a cache of ``scan_span`` over its first ``size`` bytes,
-never trusted over it. ``session_turns`` stats the log and checks the index against it: the same
+The log is the truth; the index is a cache of ``scan_span`` over its first ``size`` bytes (the
+turns, and their ``rollup`` per day and model), never trusted over it. ``session_turns`` stats the log and checks the index against it: the same
 file (inode), at least ``size`` bytes long, and the last line the index covered still there
 (its first bytes, which name the session, ``seq`` and time, and its last ones); and, when the log has not grown, its modification time unchanged (so a log
 rewritten in place at its old length is rescanned; the daemon only appends and cuts back, and a
@@ -32,15 +32,33 @@ import msgspec
 
 from actors.session.logfile import LOG_NAME
 from actors.usage.logscan import TurnFacts, scan_span
+from actors.usage.rollup import Rollup, roll_up
 
-__all__ = ["INDEX_NAME", "session_turns"]
+__all__ = ["INDEX_NAME", "IndexedUsage", "load_usage"]
 
 INDEX_NAME = "usage.idx"
 """The index's file name inside a session directory."""
 
 
-def session_turns(directory: Path) -> list[TurnFacts]:
-    """Every turn in ``directory/events.jsonl`` up to its last whole line, through the index
+class IndexedUsage:
+    """One session's usage as its index holds it: the turns summed per (day, model), and the
+    turns themselves, decoded only when asked for (a summary needs them for one day at most)."""
+
+    __slots__ = ("_turns", "rollups")
+
+    def __init__(self, rollups: list[Rollup], turns: msgspec.Raw | list[TurnFacts]) -> None:
+        self.rollups = rollups
+        self._turns = turns
+
+    def turns(self) -> list[TurnFacts]:
+        """Every turn, oldest first."""
+        if isinstance(self._turns, msgspec.Raw):
+            self._turns = _TURNS.decode(self._turns)
+        return self._turns
+
+
+def load_usage(directory: Path) -> IndexedUsage:
+    """The usage of ``directory/events.jsonl`` up to its last whole line, through the index
     (brought up to date, or rebuilt, and written back when it changed).
 
     A session without a log has no turns. Raises ``OSError`` if the log cannot be read; a
@@ -50,39 +68,42 @@ def session_turns(directory: Path) -> list[TurnFacts]:
     try:
         fd = os.open(log, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return []
+        return IndexedUsage([], [])
     try:
         stat = os.fstat(fd)
         length, inode, mtime = stat.st_size, stat.st_ino, stat.st_mtime_ns
         index = _load(directory / INDEX_NAME)
         if index is None or not _covers(fd, index, inode, length, mtime):
-            index = _Index(inode=inode, mtime_ns=mtime, size=0, model=None, turns=[])
+            index = _Index(inode=inode, mtime_ns=mtime, size=0, model=None, rollups=[], turns=_NO_TURNS)
         if index.size == length:
-            return index.turns
+            return IndexedUsage(index.rollups, index.turns)
         data = os.pread(fd, length - index.size, index.size)
     finally:
         os.close(fd)
     turns, model, read = scan_span(data, index.model)
     if read == 0:
-        return index.turns
+        return IndexedUsage(index.rollups, index.turns)
+    every = _TURNS.decode(index.turns) + turns
     last = data.rfind(b"\n", 0, read - 1) + 1
     index = _Index(inode=inode, mtime_ns=mtime, size=index.size + read, model=model,
-                   turns=index.turns + turns, line_at=index.size + last,
-                   head=data[last:read][:_HEAD], tail=data[last:read][-_TAIL:])
+                   rollups=roll_up(index.rollups, turns), turns=msgspec.Raw(_ENCODER.encode(every)),
+                   line_at=index.size + last, head=data[last:read][:_HEAD], tail=data[last:read][-_TAIL:])
     _store(directory / INDEX_NAME, index)
-    return index.turns
+    return IndexedUsage(index.rollups, every)
 
 
 class _Index(msgspec.Struct, kw_only=True, frozen=True):
     """The index file (msgpack): the log it covers, how far, its model then, and its turns."""
 
-    version: int = 1
+    version: int = 2
     inode: int
     mtime_ns: int
     """The log's modification time when it was last read."""
     size: int
     model: str | None
-    turns: list[TurnFacts]
+    rollups: list[Rollup]
+    turns: msgspec.Raw
+    """The turns (msgpack of ``list[TurnFacts]``), decoded only when needed."""
     line_at: int = 0
     """Where the last line covered starts; ``head`` and ``tail`` are its first and last bytes."""
     head: bytes = b""
@@ -95,6 +116,8 @@ _TAIL = 64
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Index)
+_TURNS = msgspec.msgpack.Decoder(list[TurnFacts])
+_NO_TURNS = msgspec.Raw(_ENCODER.encode([]))
 
 
 def _load(path: Path) -> _Index | None:
@@ -103,7 +126,7 @@ def _load(path: Path) -> _Index | None:
         index = _DECODER.decode(path.read_bytes())
     except (OSError, msgspec.DecodeError):
         return None
-    return index if index.version == 1 else None
+    return index if index.version == 2 else None
 
 
 def _covers(fd: int, index: _Index, inode: int, length: int, mtime: int) -> bool:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from actors.native.daemon.config import PRICES_FILE, load_prices, user_prices_path
 from actors.session.meta import SessionMeta, list_sessions
-from actors.usage.index import session_turns
-from actors.usage.summary import UNKNOWN, SessionTurns, parse_by, parse_since, summarise
+from actors.usage.index import IndexedUsage, load_usage
+from actors.usage.summary import UNKNOWN, SessionUsage, parse_by, parse_since, summarise
 from protocol.messages import UsageSummary, UsageSummaryResult
 from protocol.native import Price
 
@@ -38,13 +38,13 @@ def local_summary(state_root: Path, request: UsageSummary) -> UsageSummaryResult
     return summarise_state(state_root, prices, since=request.since, by=request.by, now=time.time())
 
 
-def _sessions(root: Path) -> Iterator[SessionTurns]:
+def _sessions(root: Path) -> Iterator[SessionUsage]:
     for directory, meta in list_sessions(root):
         try:
-            turns = session_turns(directory)
+            usage: IndexedUsage = load_usage(directory)
         except OSError:
             continue
         if isinstance(meta, SessionMeta):
-            yield SessionTurns(meta.id, meta.harness, meta.model, turns)
+            yield SessionUsage(meta.id, meta.harness, meta.model, usage)
         else:
-            yield SessionTurns(directory.name, UNKNOWN, None, turns)
+            yield SessionUsage(directory.name, UNKNOWN, None, usage)

@@ -24,14 +24,15 @@ from typing import Literal, get_args
 
 import msgspec
 
-from actors.usage.logscan import TurnFacts
+from actors.usage.index import IndexedUsage
+from actors.usage.rollup import Bucket, add_turn, merge, new_bucket
 from actors.usage.pricing import call_cost, model_name, price_for
 from protocol.errors import BadRequest
 from protocol.events import Usage
 from protocol.messages import UsageFigures, UsageGroup, UsageSummaryResult
 from protocol.native import Price
 
-__all__ = ["GROUPINGS", "By", "SessionTurns", "parse_by", "parse_since", "summarise"]
+__all__ = ["GROUPINGS", "By", "SessionUsage", "parse_by", "parse_since", "summarise"]
 
 By = Literal["harness", "model", "session", "day"]
 GROUPINGS: tuple[By, ...] = get_args(By)
@@ -41,16 +42,16 @@ UNKNOWN = "unknown"
 """The group key of a turn whose model (or a session whose harness) is not known."""
 
 
-class SessionTurns:
-    """One session's turns with what groups them: its id, harness and current model."""
+class SessionUsage:
+    """One session's usage with what groups it: its id, harness and current model."""
 
-    __slots__ = ("harness", "model", "session_id", "turns")
+    __slots__ = ("harness", "model", "session_id", "usage")
 
-    def __init__(self, session_id: str, harness: str, model: str | None, turns: list[TurnFacts]) -> None:
+    def __init__(self, session_id: str, harness: str, model: str | None, usage: IndexedUsage) -> None:
         self.session_id = session_id
         self.harness = harness
         self.model = model
-        self.turns = turns
+        self.usage = usage
 
 
 def parse_since(text: str | None, now: float) -> str | None:
@@ -86,62 +87,59 @@ def parse_by(text: str | None) -> By | None:
                      data={"field": "by", "value": text})
 
 
-def summarise(sessions: Iterable[SessionTurns], prices: Mapping[str, Price], *,
+def summarise(sessions: Iterable[SessionUsage], prices: Mapping[str, Price], *,
               since: str | None = None, by: By | None = None) -> UsageSummaryResult:
     """The totals of every turn at or after ``since`` (a wire time), and one group per ``by``
-    key, sorted by key (so days run oldest first)."""
+    key, sorted by key (so days run oldest first).
+
+    Each session's buckets per (day, model) (``rollup``) are added up per (group, model): the
+    days after ``since``'s whole, its own day turn by turn. Then each sum of turns to be priced
+    is priced once (a price is linear in tokens).
+    """
+    buckets: dict[tuple[str, str | None], Bucket] = {}
+    day = by == "day"
+    since_day = None if since is None else since[:10]
+
+    def bucket_for(key: str | None, model: str | None, when: str) -> Bucket:
+        group = key if key is not None else when if day else model or UNKNOWN
+        bucket = buckets.get((group, model))
+        if bucket is None:
+            bucket = buckets[group, model] = new_bucket()
+        return bucket
+
+    for session in sessions:
+        fixed = None if by in ("model", "day") else {
+            "harness": session.harness, "session": session.session_id}.get(by or "", "")
+        edge = False
+        for rollup in session.usage.rollups:
+            if since_day is not None and rollup.day <= since_day:
+                edge = edge or rollup.day == since_day
+                continue
+            model = rollup.model or session.model
+            merge(bucket_for(fixed, model, rollup.day), rollup.bucket)
+        if edge:
+            for turn in session.usage.turns():
+                if turn.ts[:10] == since_day and turn.ts >= (since or ""):
+                    model = turn.model or session.model
+                    add_turn(bucket_for(fixed, model, since_day), turn)
     totals = _Sums()
     groups: dict[str, _Sums] = {}
-    costs = _Costs(prices)
-    for session in sessions:
-        fixed = {"harness": session.harness, "session": session.session_id}.get(by or "")
-        for turn in session.turns:
-            if since is not None and turn.ts < since:
-                continue
-            model = turn.model or session.model
-            cost, estimated = costs.of(turn, model)
-            totals.add(turn, cost, estimated)
-            if by is None:
-                continue
-            if fixed is not None:
-                key = fixed
-            elif by == "day":
-                key = turn.ts[:10]
-            else:
-                key = model or UNKNOWN
-            sums = groups.get(key)
-            if sums is None:
-                sums = groups[key] = _Sums()
-            sums.add(turn, cost, estimated)
+    found: dict[str | None, Price | None] = {}
+    for (key, model), bucket in buckets.items():
+        if model not in found:
+            found[model] = None if model is None else price_for(model_name(model), prices)
+        price = found[model]
+        estimated = 0.0
+        if price is not None and bucket[7]:
+            estimated = call_cost(Usage(input_tokens=int(bucket[8]), output_tokens=int(bucket[9]),
+                                        cache_read_tokens=int(bucket[10]),
+                                        cache_write_tokens=int(bucket[11])), price)
+        unpriced = int(bucket[7]) if price is None else 0
+        totals.add(bucket, estimated, unpriced)
+        if by is not None:
+            groups.setdefault(key, _Sums()).add(bucket, estimated, unpriced)
     return UsageSummaryResult(totals=totals.figures(),
                               groups=[groups[key].group(key) for key in sorted(groups)])
-
-
-class _Costs:
-    """A turn's cost and whether it is estimated, with the price of each model looked up once."""
-
-    def __init__(self, prices: Mapping[str, Price]) -> None:
-        self._prices = prices
-        self._found: dict[str, Price | None] = {}
-
-    def of(self, turn: TurnFacts, model: str | None) -> tuple[float | None, bool]:
-        """``(cost, estimated)``; a cost of None is an unpriced turn."""
-        if turn.cost_usd is not None:
-            return turn.cost_usd, False
-        if not (turn.input_tokens or turn.output_tokens or turn.cache_read_tokens
-                or turn.cache_write_tokens):
-            return 0.0, False
-        if model is None:
-            return None, False
-        if model not in self._found:
-            self._found[model] = price_for(model_name(model), self._prices)
-        price = self._found[model]
-        if price is None:
-            return None, False
-        usage = Usage(input_tokens=turn.input_tokens, output_tokens=turn.output_tokens,
-                      cache_read_tokens=turn.cache_read_tokens,
-                      cache_write_tokens=turn.cache_write_tokens)
-        return call_cost(usage, price), True
 
 
 class _Sums:
@@ -155,19 +153,17 @@ class _Sums:
         self.cache_read = self.cache_write = self.unpriced = 0
         self.cost = self.estimated = 0.0
 
-    def add(self, turn: TurnFacts, cost: float | None, estimated: bool) -> None:
-        self.turns += 1
-        self.errors += turn.is_error
-        self.input += turn.input_tokens
-        self.output += turn.output_tokens
-        self.cache_read += turn.cache_read_tokens
-        self.cache_write += turn.cache_write_tokens
-        if cost is None:
-            self.unpriced += 1
-        else:
-            self.cost += cost
-            if estimated:
-                self.estimated += cost
+    def add(self, bucket: Bucket, estimated: float, unpriced: int) -> None:
+        """Add a bucket of ``summarise`` with its estimated cost and unpriced turns."""
+        self.turns += int(bucket[0])
+        self.errors += int(bucket[1])
+        self.input += int(bucket[2])
+        self.output += int(bucket[3])
+        self.cache_read += int(bucket[4])
+        self.cache_write += int(bucket[5])
+        self.cost += bucket[6] + estimated
+        self.estimated += estimated
+        self.unpriced += unpriced
 
     def figures(self) -> UsageFigures:
         return UsageFigures(turns=self.turns, errors=self.errors, input_tokens=self.input,

@@ -16,7 +16,6 @@ some priced from the table, some unpriced). Printed, each the best of ``--repeat
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile

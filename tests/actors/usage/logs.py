@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 from actors.session.eventlog import EventLog
 from actors.session.meta import SessionMeta, write_meta
@@ -80,7 +81,7 @@ def write_fixture(root: Path) -> None:
 
 
 def figures(turns: int, errors: int, i: int, o: int, cr: int, cw: int, cost: float, est: float,
-            unpriced: int) -> dict[str, float]:
+            unpriced: int) -> dict[str, Any]:
     return {"turns": turns, "errors": errors, "input_tokens": i, "output_tokens": o,
             "cache_read_tokens": cr, "cache_write_tokens": cw, "cost_usd": cost,
             "estimated_cost_usd": est, "unpriced_turns": unpriced}

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import actors.usage.index as index_module
+import actors.usage.logscan as logscan
 from actors.session.eventlog import EventLog
-from actors.usage.index import INDEX_NAME, session_turns
+from actors.usage.index import INDEX_NAME, load_usage
 from actors.usage.logscan import TurnFacts
 from tests.actors.usage.logs import append, at, result, write_session
 
@@ -22,7 +23,7 @@ SID = "s-0000000000aa"
 def scanned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The byte length of every span the index scans (to tell a rebuild from an extension)."""
     spans: list[int] = []
-    real = index_module.scan_span
+    real = logscan.scan_span
 
     def spy(data: bytes, model: str | None) -> tuple[list[TurnFacts], str | None, int]:
         spans.append(len(data))
@@ -30,6 +31,10 @@ def scanned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(index_module, "scan_span", spy)
     return spans
+
+
+def session_turns(directory: Path) -> list[TurnFacts]:
+    return load_usage(directory).turns()
 
 
 def inputs(turns: list[TurnFacts]) -> list[int]:
@@ -180,3 +185,24 @@ def test_an_open_log_being_appended_is_read_up_to_now(tmp_path: Path) -> None:
             assert inputs(session_turns(directory)) == list(range(1, n + 1))
     finally:
         log.close()
+
+
+def test_the_rollups_extended_equal_the_rollups_rebuilt(tmp_path: Path) -> None:
+    from protocol.events import Init
+
+    directory = write_session(tmp_path, SID, "native", None, [
+        ("2026-12-01T09:00:00", Init(model="m-1")), result("2026-12-01T10:00:00", i=1, cost=0.5),
+        result("2026-12-01T23:59:59.999", i=2, o=3)])
+    load_usage(directory)
+    append(directory, SID, [result("2026-12-02T00:00:00", i=4, cr=5), ("2026-12-02T01:00:00", Init(model="m-2")),
+                            result("2026-12-02T02:00:00", error=True), result("2026-12-01T12:00:00", i=8)])
+    extended = load_usage(directory).rollups
+    (directory / INDEX_NAME).unlink()
+    assert load_usage(directory).rollups == extended
+    # The last turn's clock went back a day: it counts on the day it carries.
+    assert [(r.day, r.model, r.bucket) for r in extended] == [
+        ("2026-12-01", "m-1", [2, 0, 3, 3, 0, 0, 0.5, 1, 2, 3, 0, 0]),
+        ("2026-12-01", "m-2", [1, 0, 8, 0, 0, 0, 0.0, 1, 8, 0, 0, 0]),
+        ("2026-12-02", "m-1", [1, 0, 4, 0, 5, 0, 0.0, 1, 4, 0, 5, 0]),
+        ("2026-12-02", "m-2", [1, 1, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0]),
+    ]
