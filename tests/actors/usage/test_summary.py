@@ -29,7 +29,7 @@ def plain(result: UsageSummaryResult) -> dict[str, Any]:
     return out
 
 
-def approx(expected: dict[str, float]) -> dict[str, Any]:
+def approx(expected: dict[str, Any]) -> dict[str, Any]:
     """Token and turn counts exactly; dollars to a billionth (they are float sums)."""
     return {key: pytest.approx(value, abs=1e-9) if isinstance(value, float) else value
             for key, value in expected.items()}
