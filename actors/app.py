@@ -45,6 +45,8 @@ from actors.native.daemon.translate import autonomy as native_autonomy
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
+from actors.usage.report import local_summary
+from actors.usage.service import UsageService
 from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode.servers import OpenCodeServers
@@ -79,6 +81,7 @@ from protocol.messages import (
     SessionResume,
     SessionSetModel,
     SessionSetPermissions,
+    UsageSummary,
     WorkspaceCommit,
     WorkspaceDiff,
     WorkspaceDiscard,
@@ -87,7 +90,7 @@ from protocol.messages import (
 from protocol.models import WorkspaceSpec
 from supervisor import __version__
 from supervisor.acp.config import AcpConfig
-from supervisor.cli import commands
+from supervisor.cli import commands, usagecmd
 from supervisor.config import LoadedConfig, load_config
 from supervisor.mcpserver.front import McpFront
 from supervisor.placement.backend import LocalPlacement, PlacementBackend
@@ -146,9 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _commands(command: commands.CommandAdder) -> None:
-    """The application's own commands, run in the CLI's process: run, probe, skills, defaults."""
+    """The application's own commands, run in the CLI's process: run, probe, skills, usage,
+    defaults."""
     add_native_commands(command, _providers)
     skillscmd.add_arguments(command("skills", _skills, skillscmd.HELP))
+    usagecmd.add_arguments(command("usage", _usage, usagecmd.HELP))
     command("defaults", _defaults, "Print a default file shipped with corral, to read or copy "
             "(works without a daemon).").add_argument(
         "what", choices=tuple(defaults.FILES),
@@ -159,6 +164,11 @@ def _commands(command: commands.CommandAdder) -> None:
 def _defaults(args: argparse.Namespace) -> None:
     """``corral defaults NAME``: the packaged file, byte for byte."""
     sys.stdout.write(defaults.read(defaults.FILES[args.what]))
+
+
+def _usage(args: argparse.Namespace) -> None:
+    """``corral usage``: the daemon's figures, else the state directory's read here."""
+    usagecmd.show(args, local_summary)
 
 
 def _skills(args: argparse.Namespace) -> int:
@@ -276,6 +286,7 @@ class App:
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result)
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
+        self.usage = UsageService(host.state.root, load_prices((PRICES_FILE, user_prices_path()))[0])
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
         # corral's own tools over MCP at /mcp on the daemon's port (the SDK loads on first use)
@@ -368,6 +379,8 @@ class App:
             case WorkspaceDiscard(session_id=sid, force=force):
                 await self.worktrees.discard(sid, force=force, by=connection_id)
                 return Empty()
+            case UsageSummary():
+                return await self.usage.summary(request)
             case McpList():
                 return McpListResult(servers=self.mcp.registry.infos())
             case McpRestart(name=name):

@@ -42,6 +42,8 @@ from .requests import WorkspaceMerge as WorkspaceMerge
 from .requests import WorkspaceDiscard as WorkspaceDiscard
 from .requests import UiLoginCode as UiLoginCode
 from .requests import PlacementStatusRequest as PlacementStatusRequest
+from .requests import UsageSummary as UsageSummary
+from .requests import USAGE_GROUPINGS as USAGE_GROUPINGS
 from .requests import ClientRequest as ClientRequest
 from .requests import REQUEST_TYPES as REQUEST_TYPES
 from .results import Empty as Empty
@@ -62,4 +64,7 @@ from .results import DiffResult as DiffResult
 from .results import CommitResult as CommitResult
 from .results import LoginCodeResult as LoginCodeResult
 from .results import PlacementStatus as PlacementStatus
+from .results import UsageFigures as UsageFigures
+from .results import UsageGroup as UsageGroup
+from .results import UsageSummaryResult as UsageSummaryResult
 from .results import RESULT_TYPES as RESULT_TYPES

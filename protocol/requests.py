@@ -202,6 +202,22 @@ class UiLoginCode(Request, tag="ui.login_code", kw_only=True, frozen=True):
     """
 
 
+USAGE_GROUPINGS = ("harness", "model", "session", "day")
+"""What ``usage.summary``'s ``by`` may name."""
+
+
+class UsageSummary(Request, tag="usage.summary", kw_only=True, frozen=True):
+    """Tokens, turns, errors and cost of every session in the state directory, closed ones too.
+
+    ``since``: only turns from then on, as ``7d``/``12h``/``30m`` before now or a UTC date or
+    time (``2026-12-01``, ``2026-12-01T08:00:00Z``); ``by``: one group per ``harness``,
+    ``model``, ``session`` or ``day`` (UTC). A bad value is ``bad_request`` with ``data.field``.
+    """
+
+    since: str | None = None
+    by: str | None = None
+
+
 ClientRequest = (
     DaemonStatus
     | DaemonShutdown
@@ -228,6 +244,7 @@ ClientRequest = (
     | WorkspaceDiscard
     | UiLoginCode
     | PlacementStatusRequest
+    | UsageSummary
 )
 """Every request a client may send after the handshake."""
 
@@ -239,6 +256,6 @@ REQUEST_TYPES: dict[str, type[Request]] = {
         SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
         McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
         UiLoginCode,
-        SessionCompact, SessionSetPermissions, PlacementStatusRequest,
+        SessionCompact, SessionSetPermissions, PlacementStatusRequest, UsageSummary,
     )
 }

@@ -151,6 +151,40 @@ class PlacementStatus(Data, kw_only=True, frozen=True):
     nodes: list[NodeStatus]
 
 
+class UsageFigures(Data, kw_only=True, frozen=True):
+    """Usage summed over turns (a turn is a ``result`` event; an error, one with ``is_error``).
+
+    ``cost_usd`` is every priced turn's cost: the harness's own figure where it reports one
+    (Claude Code, pi, OpenCode, native) and otherwise the price table's for the turn's model;
+    ``estimated_cost_usd`` is the part of it that came from the table. A turn with tokens whose
+    model has no price adds nothing to either and counts in ``unpriced_turns``.
+    """
+
+    turns: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    estimated_cost_usd: float = 0.0
+    unpriced_turns: int = 0
+
+
+class UsageGroup(UsageFigures, kw_only=True, frozen=True):
+    """``UsageFigures`` of one group: a harness, a model, a session id or a UTC day (``YYYY-MM-DD``)."""
+
+    key: str
+
+
+class UsageSummaryResult(Data, kw_only=True, frozen=True):
+    """``usage.summary``: the totals, and one group per ``by`` key (none without ``by``),
+    by key (days oldest first)."""
+
+    totals: UsageFigures
+    groups: list[UsageGroup] = []
+
+
 RESULT_TYPES: dict[str, type[Data]] = {
     "daemon.status": DaemonStatusResult,
     "daemon.shutdown": Empty,
@@ -177,5 +211,6 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "workspace.discard": Empty,
     "ui.login_code": LoginCodeResult,
     "placement.status": PlacementStatus,
+    "usage.summary": UsageSummaryResult,
 }
 """The result shape of each method, for clients that decode ``ok.result``."""

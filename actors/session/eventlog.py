@@ -55,6 +55,7 @@ import trio
 from actors.session.logfile import (
     DECODER,
     INDEX_STEP,
+    LOG_NAME,
     Durability,
     Scan,
     failed,
@@ -67,9 +68,6 @@ from protocol.events import Event, Exit, Permission, Result
 from protocol.messages import EventFrame
 
 __all__ = ["LOG_NAME", "EventLog", "EventLogStatistics", "LoadReport"]
-
-LOG_NAME = "events.jsonl"
-"""The log's file name inside a session directory."""
 
 WriteFn = Callable[[int, memoryview], int]
 FsyncFn = Callable[[int], None]

@@ -20,7 +20,10 @@ from supervisor.atomic import fsync_directory as fsync_directory
 from protocol.errors import StorageFailed
 from protocol.messages import EventFrame
 
-__all__ = ["DECODER", "INDEX_STEP", "Durability", "Scan", "failed", "fsync_directory", "read_lines", "scan"]
+__all__ = ["DECODER", "INDEX_STEP", "LOG_NAME", "Durability", "Scan", "failed", "fsync_directory", "read_lines", "scan"]
+
+LOG_NAME = "events.jsonl"
+"""The log's file name inside a session directory."""
 
 Durability = Literal["turn", "event", "none"]
 """When the log fsyncs: at turn boundaries and within ``fsync_interval``, after every event, or never."""

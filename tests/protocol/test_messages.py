@@ -64,7 +64,7 @@ def test_request_methods_are_exactly_the_protocol_table() -> None:
         # additions beyond PROTOCOL.md's core table:
         "lsp.list", "session.resume", "mcp.list", "mcp.restart", "session.compact",
         "workspace.diff", "workspace.commit", "workspace.merge", "workspace.discard", "ui.login_code",
-        "session.set_permissions", "placement.status",
+        "session.set_permissions", "placement.status", "usage.summary",
     }
     assert set(messages.RESULT_TYPES) == set(messages.REQUEST_TYPES)
 
@@ -74,6 +74,17 @@ def test_lsp_list_golden() -> None:
     row = messages.LspServerInfo(root="/w", server="ruff", state="running", pid=7, restarts=0)
     assert _wire(messages.LspListResult(servers=[row])) == {"servers": [
         {"root": "/w", "server": "ruff", "state": "running", "pid": 7, "restarts": 0}]}
+
+
+def test_usage_summary_golden() -> None:
+    assert codec.decode_request(b'{"type":"usage.summary","id":5,"since":"7d","by":"day"}') == (
+        messages.UsageSummary(id=5, since="7d", by="day"))
+    assert codec.decode_request(b'{"type":"usage.summary","id":6}') == messages.UsageSummary(id=6)
+    zero = {"turns": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+            "cache_write_tokens": 0, "cost_usd": 0.0, "estimated_cost_usd": 0.0, "unpriced_turns": 0}
+    day = messages.UsageGroup(key="2026-12-01", turns=2, cost_usd=0.5)
+    assert _wire(messages.UsageSummaryResult(totals=messages.UsageFigures(), groups=[day])) == {
+        "totals": zero, "groups": [{**zero, "key": "2026-12-01", "turns": 2, "cost_usd": 0.5}]}
 
 
 def test_decode_request_ok() -> None:

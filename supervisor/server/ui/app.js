@@ -4,11 +4,13 @@
 // Live and lossless: the open session is subscribed from `lastSeq + 1` whenever the connection
 // opens (first load, after a drop, after a daemon restart) and after a `lagged`; the transcript
 // drops what it has seen already and resubscribes on a gap (transcript.js). The selected
-// session is in the URL's fragment, so a reload comes back to it.
+// session is in the URL's fragment, so a reload comes back to it. The Usage view and the cost
+// of each session come from `usage.summary` (usage.js).
 
 import { Client } from "./client.js";
 import { diffLines, el } from "./dom.js";
 import { Transcript } from "./transcript.js";
+import { Usage, costText } from "./usage.js";
 
 const POLL_MS = 1000;
 const $ = (id) => document.getElementById(id);
@@ -31,8 +33,10 @@ const client = new Client({
   },
 });
 
+const usage = new Usage(client, $("usage"), () => { renderList(); showHeader(); });
+
 // For the tests and the curious: what the page has applied, in order.
-window.corral = { transcript, sessions };
+window.corral = { transcript, sessions, usage };
 
 function setLink(text, kind) {
   const link = $("link");
@@ -50,6 +54,7 @@ function onEvent(frame) {
   const type = frame.event.type;
   if (type === "status" || type === "exit" || type === "workspace") refresh();
   if (type === "workspace" && diffOpen) loadDiff();
+  if (type === "result") usage.update(true);
   showHeader();
   scrollDown();
 }
@@ -86,8 +91,10 @@ function showHeader() {
   $("view-state").textContent = info.state;
   $("view-state").dataset.state = info.state;
   const ws = info.workspace;
+  const cost = usage.costs.get(info.id);
   $("view-meta").textContent = [info.harness, info.model || "default model", info.cwd,
-    `${info.restarts} restarts`, ws ? `branch ${ws.branch} · ${ws.changed_files} changed files` : null]
+    `${info.restarts} restarts`, ws ? `branch ${ws.branch} · ${ws.changed_files} changed files` : null,
+    cost ? `cost so far ${costText(cost)}` : null]
     .filter(Boolean).join(" · ");
   $("diff-toggle").hidden = !ws;
 }
@@ -124,17 +131,20 @@ async function refresh() {
   try {
     const { sessions: infos } = await client.request("session.list");
     const seen = new Set();
+    let moved = false;
     for (const info of infos) {
       seen.add(info.id);
       const old = sessions.get(info.id);
       const changedAt = old === undefined ? Date.parse(info.created_at)
         : old.info.last_seq !== info.last_seq ? Date.now() : old.changedAt;
+      moved ||= old === undefined || old.info.last_seq !== info.last_seq;
       sessions.set(info.id, { info, changedAt });
     }
     for (const id of [...sessions.keys()]) if (!seen.has(id)) sessions.delete(id);
     renderList();
     showHeader();
     if (!$("daemon").hidden) renderDaemon(await client.request("daemon.status"));
+    if (moved) usage.update();
   } catch (error) {
     if (error.code !== "disconnected") report(error);
   }
@@ -142,7 +152,7 @@ async function refresh() {
 
 // Rows are kept and updated in place (keyed by session id), never rebuilt: a focused or
 // hovered row survives the refresh, for the keyboard and the pointer alike.
-const rows = new Map(); // id -> {li, name, badge, ids, cwd, activity}
+const rows = new Map(); // id -> {li, name, badge, ids, cwd, activity, cost}
 
 function renderList() {
   const items = [...sessions.values()].sort((a, b) => b.info.created_at.localeCompare(a.info.created_at));
@@ -169,6 +179,8 @@ function renderList() {
     setText(row.cwd, info.cwd);
     setText(row.activity, `active ${ago(changedAt)} · ${info.restarts} restarts` +
       (ws ? ` · ${ws.branch} (${ws.changed_files} files)` : ""));
+    const cost = usage.costs.get(info.id);
+    setText(row.cost, cost ? `${cost.turns} turn${cost.turns === 1 ? "" : "s"} · ${costText(cost)}` : "no turns yet");
     if (info.id === selected) row.button.setAttribute("aria-current", "true");
     else row.button.removeAttribute("aria-current");
     const want = previous === null ? list.firstChild : previous.nextSibling;
@@ -180,9 +192,9 @@ function renderList() {
 function newRow(sessionId) {
   const row = { name: el("span", { class: "name" }), badge: el("span", { class: "badge" }),
                 ids: el("span", { class: "meta" }), cwd: el("span", { class: "meta" }),
-                activity: el("span", { class: "meta" }) };
+                activity: el("span", { class: "meta" }), cost: el("span", { class: "meta cost" }) };
   row.button = el("button", { type: "button", class: "session", "data-session-id": sessionId },
-    row.name, row.badge, row.ids, row.cwd, row.activity);
+    row.name, row.badge, row.ids, row.cwd, row.activity, row.cost);
   row.button.addEventListener("click", () => select(sessionId));
   row.li = el("li", {}, row.button);
   return row;
@@ -252,6 +264,12 @@ $("daemon-toggle").addEventListener("click", () => {
   panel.hidden = !panel.hidden;
   $("daemon-toggle").setAttribute("aria-expanded", String(!panel.hidden));
   refresh();
+});
+$("usage-toggle").addEventListener("click", () => {
+  const panel = $("usage");
+  panel.hidden = !panel.hidden;
+  $("usage-toggle").setAttribute("aria-expanded", String(!panel.hidden));
+  if (!panel.hidden) usage.update(true);
 });
 $("new-session").addEventListener("click", async () => {
   $("create").hidden = false;
