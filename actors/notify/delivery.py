@@ -79,7 +79,7 @@ class Notifier:
         self._followed: dict[str, _Followed] = {}
         self._news: dict[str, None] = {}
         self._woken = trio.Event()
-        self._counts = dict(queued=0, sent=0, retries=0, failed=0, dropped=0)
+        self._counts = {"queued": 0, "sent": 0, "retries": 0, "failed": 0, "dropped": 0}
 
     def watch(self, session_id: str, name: str | None, harness: str, feed: FeedLike) -> None:
         """Follow a session's events from now on (again after a resume: the same feed goes on)."""
@@ -202,7 +202,8 @@ class _Sender:
 
 async def post(target: NotifyTarget, headers: Sequence[tuple[str, str]], body: bytes) -> int:
     """POST ``body`` to ``target.url`` on a connection of its own; the answer's status."""
-    from actors.vendors.opencode.http import HttpClient  # loaded with the first notification
+    # The h11 client is loaded with the first notification.
+    from actors.vendors.opencode.http import HttpClient
 
     url = urlsplit(target.url)
     tls = ssl.create_default_context() if url.scheme == "https" else None

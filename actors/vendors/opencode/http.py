@@ -230,7 +230,7 @@ class _Connection:
                 if isinstance(event, h11.ConnectionClosed) and self._h11.their_state is not h11.DONE:
                     raise h11.RemoteProtocolError("the server closed the connection")
                 return event
-            self._h11.receive_data(await self._stream.receive_some(_READ))
+            self._h11.receive_data(bytes(await self._stream.receive_some(_READ)))
 
     async def aclose(self) -> None:
         with trio.CancelScope(shield=True):

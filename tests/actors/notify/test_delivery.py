@@ -17,7 +17,6 @@ from actors.notify.config import NotifyTarget
 from actors.notify.delivery import Notifier, NotifierStats
 from protocol import events as ev
 from supervisor.proc.spec import ExitStatus
-
 from tests.actors.session.scripted import ScriptedDriver
 from tests.actors.session.test_actor import SID, make_session, until
 
