@@ -130,12 +130,17 @@ class Notifier:
         self._woken.set()
 
     def _read(self, followed: _Followed) -> None:
-        for data in followed.feed.read_from(followed.cursor + 1):
-            frame = _decode(data)
-            followed.cursor = frame.seq
-            notice = followed.watch.offer(frame.event)
-            if notice is not None:
-                self.offer(notice)
+        try:
+            for data in followed.feed.read_from(followed.cursor + 1):
+                frame = _decode(data)
+                followed.cursor = frame.seq
+                notice = followed.watch.offer(frame.event)
+                if notice is not None:
+                    self.offer(notice)
+        except Exception as exc:  # noqa: BLE001 - a log we cannot read must not stop the daemon's notifier
+            log.warning("notify: session %s: events %d to %d skipped: %s", followed.watch.session_id,
+                        followed.cursor + 1, followed.feed.last_seq, " ".join(str(exc).split()))
+            followed.cursor = followed.feed.last_seq
 
     async def _deliver(self, sender: _Sender) -> None:
         while True:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -16,6 +17,8 @@ from actors.notify.compose import Notice
 from actors.notify.config import NotifyTarget
 from actors.notify.delivery import Notifier, NotifierStats
 from protocol import events as ev
+from protocol.errors import StorageFailed
+from protocol.messages import EventFrame
 from supervisor.proc.spec import ExitStatus
 from tests.actors.session.scripted import ScriptedDriver
 from tests.actors.session.test_actor import SID, make_session, until
@@ -171,3 +174,51 @@ async def test_a_session_notifies_slow_turns_permissions_and_its_failure_without
     assert fine.bodies[0]["session"] == {"id": SID, "name": "job", "harness": "scripted"}
     assert fine.bodies[0]["url"] == f"http://127.0.0.1:7433/#{SID}"
     assert hung.bodies[0]["event"] == "turn_done"  # the 4 s turn: this target takes any turn
+
+
+class BrokenOnceFeed:
+    """A feed whose first read fails as a damaged log would; later reads serve ``frames``."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self.broken = True
+        self.listeners: list[Callable[[], None]] = []
+
+    @property
+    def last_seq(self) -> int:
+        return len(self.frames)
+
+    def read_from(self, from_seq: int) -> Iterator[bytes]:
+        if self.broken:
+            self.broken = False
+            raise StorageFailed("events.jsonl: bad line")
+        return iter(self.frames[from_seq - 1:])
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        self.listeners.append(wake)
+
+    def publish(self, event: ev.Event) -> None:
+        seq = len(self.frames) + 1
+        self.frames.append(msgspec.json.encode(EventFrame(session_id="s-9", seq=seq, ts="t", event=event)))
+        for wake in self.listeners:
+            wake()
+
+
+async def test_a_log_that_cannot_be_read_skips_those_events_and_goes_on(
+        autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture) -> None:
+    endpoint = Endpoint()
+    notifier = Notifier([NotifyTarget(url=URL)], str, send=endpoint)
+    feed = BrokenOnceFeed()
+    with caplog.at_level(logging.WARNING, logger="corral.notify"):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(notifier.run)
+            notifier.watch("s-9", None, "fake", feed)
+            feed.publish(ev.Permission(permission_id="p1", tool="lost"))
+            await trio.testing.wait_all_tasks_blocked()
+            feed.publish(ev.Permission(permission_id="p2", tool="seen"))
+            await endpoint.attempts(1)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()
+    assert [b["text"] for b in endpoint.bodies] == ["s-9 asks to run seen"]
+    [record] = caplog.records
+    assert record.getMessage() == "notify: session s-9: events 1 to 1 skipped: events.jsonl: bad line"
