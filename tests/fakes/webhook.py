@@ -147,3 +147,15 @@ def self_signed(directory: Path) -> tuple[ssl.SSLContext, Path]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert_path, key_path)
     return context, cert_path
+
+
+async def _serve_forever(hold: bool) -> None:
+    async with open_receiver(hold=hold) as receiver:
+        print(receiver.url, flush=True)
+        await trio.sleep_forever()
+
+
+if __name__ == "__main__":  # a receiver of its own process (benchmarks): prints its URL
+    import sys
+
+    trio.run(_serve_forever, "--hold" in sys.argv[1:])
