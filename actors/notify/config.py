@@ -12,12 +12,15 @@ headers = { Authorization = "Bearer …" }  # sent with every post (never logged
 A URL that is neither ``https`` nor ``http`` to a loopback host is refused (``ConfigInvalid``:
 notifications carry session names and tool inputs, which must not cross a network in the
 clear); the loader then drops that table with a warning naming it. ``masked`` shows a URL with
-its secrets (userinfo, query values) hidden, for the log and ``corral notify test``.
+its secrets hidden, for the log and ``corral notify test``: the userinfo's password, every query
+value, and path segments shaped like a token (16 or more letters, digits, ``-`` or ``_``, with a
+digit among them: a Slack or Discord webhook's secret is such a segment).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -77,7 +80,13 @@ def masked(url: str) -> str:
         netloc = f"{user}:***@{hostport}" if ":" in userinfo else f"***@{hostport}"
     query = "&".join(f"{item.partition('=')[0]}=***" if "=" in item else item
                      for item in parts.query.split("&")) if parts.query else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    path = "/".join("***" if _TOKEN.match(segment) and _DIGIT.search(segment) else segment
+                    for segment in parts.path.split("/"))
+    return urlunsplit((parts.scheme, netloc, path, query, ""))
+
+
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,}$")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _loopback(host: str) -> bool:

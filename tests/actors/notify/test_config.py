@@ -40,6 +40,14 @@ def test_masking_hides_userinfo_and_query_values() -> None:
     assert masked("https://tok@h.test/x") == "https://***@h.test/x"
 
 
+def test_masking_hides_token_shaped_path_segments() -> None:
+    assert (masked("https://hooks.slack.com/services/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")
+            == "https://hooks.slack.com/services/T0123ABCD/B0456EFGH/***")
+    assert (masked("https://discord.com/api/webhooks/112233445566778899/abcDEF-123_ghiJKLmnoPQR")
+            == "https://discord.com/api/webhooks/***/***")
+    assert masked("https://ntfy.sh/my-corral-notifications") == "https://ntfy.sh/my-corral-notifications"
+
+
 def test_the_loader_drops_only_the_refused_table_and_names_it() -> None:
     loaded = parse_config(Config, """
 [[notify]]
