@@ -209,7 +209,7 @@ class _Connection:
                 if isinstance(event, h11.Response):
                     return event.status_code
         except (h11.ProtocolError, trio.BrokenResourceError, OSError) as exc:
-            raise HttpError(f"HTTP exchange failed: {exc or type(exc).__name__}") from exc
+            raise HttpError(f"HTTP exchange failed: {_why(exc)}") from exc
 
     async def body(self) -> AsyncGenerator[bytes, None]:
         """The response body's chunks as they arrive."""
@@ -221,7 +221,7 @@ class _Connection:
                 elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
                     return
         except (h11.ProtocolError, trio.BrokenResourceError, OSError) as exc:
-            raise HttpError(f"HTTP response broke off: {exc}") from exc
+            raise HttpError(f"HTTP response broke off: {_why(exc)}") from exc
 
     async def _next(self) -> object:
         while True:
@@ -235,3 +235,9 @@ class _Connection:
     async def aclose(self) -> None:
         with trio.CancelScope(shield=True):
             await self._stream.aclose()
+
+
+def _why(exc: BaseException) -> str:
+    """What went wrong: a broken TLS stream says nothing itself, its cause (a refused
+    certificate, say) does."""
+    return str(exc) or str(exc.__cause__ or "") or type(exc).__name__

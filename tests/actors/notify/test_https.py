@@ -40,6 +40,6 @@ async def test_an_untrusted_certificate_fails_the_post(tmp_path: Path) -> None:
     context, _ = self_signed(tmp_path)
     async with open_receiver(tls=context) as hook:
         target = NotifyTarget(url=hook.url)
-        with trio.fail_after(30), pytest.raises(HttpError):
+        with trio.fail_after(30), pytest.raises(HttpError, match="CERTIFICATE_VERIFY_FAILED"):
             await Notifier([target], str).post_once(target, trial_notice("http://127.0.0.1:1/"))
         assert hook.received == []
