@@ -50,10 +50,12 @@ async def test_each_format_arrives_and_dead_or_slow_endpoints_never_hold_the_ses
                 await client.ok("session.subscribe", session_id=sid)
                 await client.ok("session.prompt", session_id=sid, text="/ask echo hi")
                 await client.events_until(sid, lambda f: f["event"]["type"] == "permission")
+                with trio.fail_after(30):  # the slow endpoint holds the permission's post ...
+                    await slow_hook.wait_for(1, held=1)
                 await client.ok("session.permission", session_id=sid, permission_id="p1", decision="allow")
                 await client.events_until(sid, lambda f: f["event"]["type"] == "result")
-                # The turn reached the client while the slow endpoint still holds its first post
-                # (of the permission; it times out after 10 s) and the dead one is refused.
+                # ... and still holds that same post (no answer for 10 s, then a retry) when the
+                # rest of the turn has reached the client; the dead endpoint refused meanwhile.
                 assert slow_hook.held == 1 and len(slow_hook.received) == 1
                 with trio.fail_after(60):
                     [asked, done] = await json_hook.wait_for(2)
