@@ -176,12 +176,12 @@ async def test_a_session_notifies_slow_turns_permissions_and_its_failure_without
     assert hung.bodies[0]["event"] == "turn_done"  # the 4 s turn: this target takes any turn
 
 
-class BrokenOnceFeed:
-    """A feed whose first read fails as a damaged log would; later reads serve ``frames``."""
+class ListFeed:
+    """A feed over a list of frames; ``broken``: its first read fails as a damaged log would."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, broken: bool = False) -> None:
         self.frames: list[bytes] = []
-        self.broken = True
+        self.broken = broken
         self.listeners: list[Callable[[], None]] = []
 
     @property
@@ -208,7 +208,7 @@ async def test_a_log_that_cannot_be_read_skips_those_events_and_goes_on(
         autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture) -> None:
     endpoint = Endpoint()
     notifier = Notifier([NotifyTarget(url=URL)], str, send=endpoint)
-    feed = BrokenOnceFeed()
+    feed = ListFeed(broken=True)
     with caplog.at_level(logging.WARNING, logger="corral.notify"):
         async with trio.open_nursery() as nursery:
             await nursery.start(notifier.run)
@@ -222,3 +222,24 @@ async def test_a_log_that_cannot_be_read_skips_those_events_and_goes_on(
     assert [b["text"] for b in endpoint.bodies] == ["s-9 asks to run seen"]
     [record] = caplog.records
     assert record.getMessage() == "notify: session s-9: events 1 to 1 skipped: events.jsonl: bad line"
+
+
+async def test_a_resumed_session_is_followed_once_from_where_it_was(autojump_clock: trio.testing.MockClock) -> None:
+    """A resume hands the notifier the same feed again (``SessionTable`` rebinds it): no second
+    listener, so no notice twice; what the log held before the first watch is not notified."""
+    endpoint = Endpoint()
+    notifier = Notifier([NotifyTarget(url=URL)], str, send=endpoint)
+    feed = ListFeed()
+    feed.publish(ev.Permission(permission_id="p0", tool="before"))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(notifier.run)
+        notifier.watch("s-9", None, "fake", feed)
+        feed.publish(ev.Permission(permission_id="p1", tool="first"))
+        await endpoint.attempts(1)
+        notifier.watch("s-9", None, "fake", feed)  # resumed
+        assert len(feed.listeners) == 1
+        feed.publish(ev.Permission(permission_id="p2", tool="second"))
+        await endpoint.attempts(2)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert [b["text"] for b in endpoint.bodies] == ["s-9 asks to run first", "s-9 asks to run second"]
