@@ -53,7 +53,8 @@ def figures(samples: list[float]) -> str:
     return f"median {statistics.median(ordered) * 1000:6.1f} ms  p90 {p90 * 1000:6.1f} ms  (n={len(ordered)})"
 
 
-async def main(count: int, rounds: int, kinds: list[str]) -> None:
+def main(count: int, rounds: int, kinds: list[str]) -> None:
+    """Start the endpoints (processes of their own), then compare the two daemons."""
     flags = [flag for kind, flag in (("receiver", []), ("slow", ["--hold"])) if kind in kinds]
     endpoints = [subprocess.Popen([sys.executable, "-m", "tests.fakes.webhook", *flag],
                                   stdout=subprocess.PIPE, text=True) for flag in flags]
@@ -63,7 +64,7 @@ async def main(count: int, rounds: int, kinds: list[str]) -> None:
     print(f"endpoints: {', '.join(kinds)}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            await compare(Path(tmp), urls, count, rounds)
+            trio.run(compare, Path(tmp), urls, count, rounds)
     finally:
         for proc in endpoints:
             proc.kill()
@@ -105,4 +106,4 @@ if __name__ == "__main__":
     parser.add_argument("--endpoints", default="receiver,slow,dead",
                         help="which of receiver, slow, dead the notify daemon posts to")
     args = parser.parse_args()
-    trio.run(main, args.turns, args.rounds, args.endpoints.split(","))
+    main(args.turns, args.rounds, args.endpoints.split(","))
