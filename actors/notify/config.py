@@ -49,6 +49,10 @@ class NotifyTarget(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
 
     def __post_init__(self) -> None:
         check_url(self.url)
+        for name, value in self.headers.items():
+            if not _HEADER_NAME.match(name) or "\r" in value or "\n" in value:
+                raise ConfigInvalid(f"notify header {name!r} is not a valid HTTP header "
+                                    "(a token for a name, a value on one line)")
 
 
 def check_url(url: str) -> None:
@@ -85,6 +89,7 @@ def masked(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, path, query, ""))
 
 
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,}$")
 _DIGIT = re.compile(r"[0-9]")
 

@@ -27,6 +27,13 @@ def test_anything_else_is_a_config_error(url: str) -> None:
     assert refused.value.code is ErrorCode.CONFIG_INVALID
 
 
+@pytest.mark.parametrize("headers", [{"Bad Name": "x"}, {"X-Token": "a\r\nInjected: yes"}, {"": "x"}])
+def test_a_header_that_is_not_http_is_a_config_error(headers: dict[str, str]) -> None:
+    with pytest.raises(ConfigInvalid, match="not a valid HTTP header"):
+        NotifyTarget(url="https://h.test/", headers=headers)
+    assert NotifyTarget(url="https://h.test/", headers={"X-Token": "a b; c=d"}).headers == {"X-Token": "a b; c=d"}
+
+
 def test_a_refused_url_is_shown_masked() -> None:
     with pytest.raises(ConfigInvalid) as refused:
         check_url("http://bot:hunter2@example.com/x?token=abc&topic=t")
