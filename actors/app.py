@@ -42,6 +42,7 @@ from actors.native.daemon.driver import NATIVE_ROOT, NativeDriver, adk_installed
 from actors.native.daemon.forkservice import ForkServer
 from actors.native.daemon.services import DaemonServices
 from actors.native.daemon.translate import autonomy as native_autonomy
+from actors.notify.config import NotifyTarget
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
@@ -102,7 +103,7 @@ from supervisor.server.config import DaemonConfig
 from supervisor.server.connection import FeedLike
 from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
-from supervisor.statedir import DaemonFile, StateDir
+from supervisor.statedir import DaemonFile, StateDir, resolve_state_dir
 from supervisor.tree import ChildSpec, ChildType, RestartType
 
 __all__ = ["App", "Config", "drivers", "main", "serve"]
@@ -139,6 +140,9 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     workspaces: WorkspacesConfig = WorkspacesConfig()
     acp: AcpConfig = AcpConfig()
     placement: PlacementConfig = PlacementConfig()
+    notify: list[NotifyTarget] = []
+    """``[[notify]]`` tables: webhooks posted a session's permission requests, finished turns
+    and failures (``actors.notify``)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,6 +158,10 @@ def _commands(command: commands.CommandAdder) -> None:
     add_native_commands(command, _providers)
     skillscmd.add_arguments(command("skills", _skills, skillscmd.HELP))
     usagecmd.add_arguments(command("usage", _usage, usagecmd.HELP))
+    notify = command("notify", _notify, "Notifications: `corral notify test` "
+                     "posts a test notification to every [[notify]] URL (no daemon needed).")
+    notify.add_argument("what", choices=("test",), help="test: post one test notification to each")
+    notify.add_argument("--config", metavar="FILE", help="configuration file")
     command("defaults", _defaults, "Print a default file shipped with corral, to read or copy "
             "(works without a daemon).").add_argument(
         "what", choices=tuple(defaults.FILES),
@@ -169,6 +177,15 @@ def _defaults(args: argparse.Namespace) -> None:
 def _usage(args: argparse.Namespace) -> None:
     """``corral usage``: the daemon's figures, else the state directory's read here."""
     usagecmd.show(args, local_summary)
+def _notify(args: argparse.Namespace) -> int:
+    """``corral notify test``: with the ``[[notify]]`` tables of the configuration file."""
+    from actors.notify import cli
+
+    loaded = load_config(Config, args.config)
+    refused = [w for w in loaded.warnings if w.startswith(("bad value for 'notify", "unknown key 'notify"))]
+    running = StateDir(resolve_state_dir(getattr(args, "state_dir", None))).read_daemon_file()
+    page = cli.page_url(running.url if running else None, loaded.config.daemon.port)
+    return cli.run(loaded.config.notify, refused, page, out=sys.stdout, err=sys.stderr)
 
 
 def _skills(args: argparse.Namespace) -> int:
@@ -281,10 +298,13 @@ class App:
         self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT),
                                 prewarm=PREWARM_DELAY if usable else None)
         self.workspaces = Workspaces(host.state.root, self.config.workspaces, host.ledger)
+        # Only a configured ``[[notify]]`` loads the notifier (and its HTTP client).
+        self.notifier = _notifier(self.config, host)
         # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
                                      drivers(self.config, self.opencode, forks=self.forks),
-                                     after_result=self.workspaces.after_result)
+                                     after_result=self.workspaces.after_result,
+                                     watch=self.notifier.watch if self.notifier else None)
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
         self.usage = UsageService(host.state.root, load_prices((PRICES_FILE, user_prices_path()))[0])
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
@@ -322,8 +342,11 @@ class App:
                                 start=functools.partial(prewarm, self.sessions.detections,
                                                         PREWARM_DELAY))]
                      if self.config.harnesses.prewarm else [])
+        # The notifier before sessions: it stops after them, so it reads their last events.
+        notify = ([ChildSpec(id="notify", start=self.notifier.run, shutdown=1.0)]
+                  if self.notifier is not None else [])
         return [reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
-                ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+                *notify, ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                           shutdown=self.config.daemon.shutdown_timeout + 5),
                 ChildSpec(id="mcp-http", start=self.mcp_front.run, shutdown=3.0), *detection]
 
@@ -424,6 +447,15 @@ def _goal_as_prompt(request: SessionCreate) -> SessionCreate:
         return request
     settings = native_autonomy(request.options)
     return request if settings is None else msgspec.structs.replace(request, prompt=settings.goal)
+
+
+def _notifier(config: Config, host: Host) -> Any:
+    """The notifier actor of ``[[notify]]``, or None (then nothing of it is imported)."""
+    if not config.notify:
+        return None
+    from actors.notify.delivery import Notifier
+
+    return Notifier(config.notify, lambda session_id: f"http://127.0.0.1:{host.port}/#{session_id}")
 
 
 def _mcp_gate(config: Config) -> Any:

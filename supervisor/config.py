@@ -172,10 +172,14 @@ def _decode_field(tp: Any, raw: Any, name: str, warnings: list[str]) -> Any:
     """One key's value, or ``_Invalid``: sections and dict tables are walked, the rest converted.
 
     In a ``dict`` table (``[harness.*]``, ``env``) each entry is a key of its own: a bad entry is
-    dropped with a warning and the others are kept.
+    dropped with a warning and the others are kept. So is each table of an array of tables
+    (``[[notify]]``); one its Struct refuses as a whole (``__post_init__``) is dropped too.
     """
     section = _struct_type(tp)
     entries = _dict_value_type(tp)
+    tables = _list_struct_type(tp)
+    if tables is not None and isinstance(raw, list):
+        return _decode_tables(tables, raw, name, warnings)
     if section is None and entries is None:
         return _convert(tp, raw)
     if not isinstance(raw, dict):
@@ -190,6 +194,22 @@ def _decode_field(tp: Any, raw: Any, name: str, warnings: list[str]) -> Any:
             warnings.append(f"bad value for '{where}': {value.reason}; entry ignored")
         else:
             out[key] = value
+    return out
+
+
+def _decode_tables(cls: type[Struct], raw: list[Any], name: str, warnings: list[str]) -> list[Any]:
+    out: list[Any] = []
+    for index, item in enumerate(raw):
+        where = f"{name}[{index}]"
+        if not isinstance(item, dict):
+            warnings.append(f"bad value for '{where}': expected a table, got {_type_name(item)}; "
+                            "entry ignored")
+            continue
+        try:
+            out.append(_decode_struct(cls, item, f"{where}.", warnings))
+        except (ValueError, TypeError, ConfigInvalid) as exc:
+            reason = exc.message if isinstance(exc, ConfigInvalid) else str(exc)
+            warnings.append(f"bad value for '{where}': {reason}; entry ignored")
     return out
 
 
@@ -220,6 +240,10 @@ _PATH = re.compile(r" - at `\$(.*)`$")
 
 def _struct_type(tp: Any) -> type[Struct] | None:
     return tp if isinstance(tp, type) and issubclass(tp, Struct) else None
+
+
+def _list_struct_type(tp: Any) -> type[Struct] | None:
+    return _struct_type(get_args(tp)[0]) if get_origin(tp) is list else None
 
 
 def _dict_value_type(tp: Any) -> Any:

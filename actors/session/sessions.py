@@ -71,10 +71,13 @@ class SessionTable:
     """Every session of the daemon, live (children of the sessions supervisor) or ended."""
 
     def __init__(self, state_dir: Path, config: SessionSettings, ledger: Any, drivers: Mapping[str, Driver],
-                 *, after_result: Any = None) -> None:
+                 *, after_result: Any = None, watch: Any = None) -> None:
         self.state_dir = state_dir
         self.after_result = after_result
         """``SessionDeps.after_result`` of every session (the workspaces' changed-files count)."""
+        self.watch = watch
+        """Called with ``(id, name, harness, feed)`` as each session starts or resumes, before
+        its first event (the notifier follows the feed); it must not block."""
         self.root = state_dir / "sessions"
         self.config = config
         self.ledger = ledger
@@ -323,6 +326,8 @@ class SessionTable:
     async def _run_session(self, session: Session, *,
                            task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
         self.live[session.id] = session
+        if self.watch is not None:
+            self.watch(session.id, session.meta.name, session.meta.harness, session.feed)
         try:
             await session.run(task_status=task_status)
         finally:

@@ -23,7 +23,7 @@ HEAVY = (
     "google.adk", "google.genai", "openai", "anthropic", "httpx", "asyncio",
     # our modules that only a session of some kind needs
     "actors.mcp.connection", "actors.native.daemon.forkclient", "actors.native.cli.oneshot",
-    "actors.vendors.opencode.http",
+    "actors.vendors.opencode.http", "actors.notify.delivery",
     # the CLI's client side: `corral daemon` parses its command line without loading the other
     # commands' modules (their handlers are imported when they run)
     "supervisor.client", "supervisor.acp.agent", "supervisor.cli.sessions", "supervisor.cli.attach",

@@ -36,6 +36,17 @@ class Checked(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
         return [("value", f"is {self.value}, an odd choice")] if self.value % 2 else []
 
 
+class Hook(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A table of an array of tables, which refuses some values as a whole."""
+
+    name: str
+    weight: Annotated[int, Meta(ge=0)] = 1
+
+    def __post_init__(self) -> None:
+        if self.name == "bad":
+            raise ValueError("name 'bad' is refused")
+
+
 class Root(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole file."""
 
@@ -43,10 +54,26 @@ class Root(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     checked: Checked = Checked()
     tables: dict[str, Inner] = {}
     env: dict[str, str] = {}
+    hooks: list[Hook] = []
 
 
 def parse(text: str) -> LoadedConfig[Root]:
     return parse_config(Root, text)
+
+
+def test_each_table_of_an_array_of_tables_is_decoded_and_dropped_alone() -> None:
+    loaded = parse("""
+hooks = [{ name = "a" }, { name = "bad" }, { weight = 2 }, 3,
+         { name = "b", weight = -1, colour = "red" }, { name = "c", weight = 5 }]
+""")
+    assert loaded.config.hooks == [Hook(name="a"), Hook(name="b"), Hook(name="c", weight=5)]
+    assert loaded.warnings == [
+        "bad value for 'hooks[1]': name 'bad' is refused; entry ignored",
+        "bad value for 'hooks[2]': Missing required argument 'name'; entry ignored",
+        "bad value for 'hooks[3]': expected a table, got int; entry ignored",
+        "bad value for 'hooks[4].weight': expected int >= 0, got -1; using default 1",
+        "unknown key 'hooks[4].colour' ignored",
+    ]
 
 
 # --- paths and files ----------------------------------------------------------------------------

@@ -10,6 +10,8 @@ dropped. ``HttpClient.events`` opens a dedicated connection for a ``text/event-s
 yields each event's data (``SseParser`` joins its ``data:`` lines). Every failure of the server
 or the socket is ``HttpError`` (``__cause__`` keeps the original); timeouts are the caller's
 cancel scopes. Basic auth is sent when a password is given (``OPENCODE_SERVER_PASSWORD``).
+With ``tls`` (an ``ssl.SSLContext``) it speaks HTTPS (the notifications' webhooks use it so);
+``request``'s ``headers`` add to or replace the client's own (``content-type`` among them).
 
 Bounded like a child's stdout (``limit``, 16 MiB by default): a response body or one event of
 the stream that grows past it is an ``HttpError`` (the server broke its protocol), never a
@@ -19,14 +21,18 @@ memory blow-up; h11 bounds the heads.
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
+from typing import TYPE_CHECKING
 
 import h11
 import trio
 
 from protocol.errors import ProtocolError
 from protocol.framing import DEFAULT_LIMIT
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["HttpClient", "HttpError", "SseParser"]
 
@@ -88,21 +94,26 @@ class HttpClient:
     """Requests to one ``host:port``; keeps idle connections for reuse."""
 
     def __init__(self, host: str, port: int, *, password: str | None = None,
-                 user: str = "opencode", limit: int = DEFAULT_LIMIT) -> None:
+                 user: str = "opencode", limit: int = DEFAULT_LIMIT,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.host = host
         self.port = port
         self.limit = limit
+        self.tls = tls
         self._idle: list[_Connection] = []
-        self._headers = [("host", f"{host}:{port}"), ("accept", "application/json")]
+        name = f"[{host}]" if ":" in host else host
+        self._headers = [("host", name if tls is not None and port == 443 else f"{name}:{port}"),
+                         ("accept", "application/json")]
         if password:
             token = base64.b64encode(f"{user}:{password}".encode()).decode()
             self._headers.append(("authorization", f"Basic {token}"))
 
-    async def request(self, method: str, target: str, body: bytes | None = None) -> tuple[int, bytes]:
+    async def request(self, method: str, target: str, body: bytes | None = None, *,
+                      headers: Sequence[tuple[str, str]] = ()) -> tuple[int, bytes]:
         """One exchange; ``(status, body)``. Cancellable (the connection is then dropped)."""
         conn = self._idle.pop() if self._idle else await self._connect()
         try:
-            status, data = await conn.exchange(self._request(method, target, body), body)
+            status, data = await conn.exchange(self._request(method, target, body, extra=headers), body)
         except BaseException:
             await conn.aclose()
             raise
@@ -136,7 +147,7 @@ class HttpClient:
             await conn.aclose()
 
     def _request(self, method: str, target: str, body: bytes | None,
-                 accept: str | None = None) -> h11.Request:
+                 accept: str | None = None, extra: Sequence[tuple[str, str]] = ()) -> h11.Request:
         headers = list(self._headers)
         if accept:
             headers = [(k, accept if k == "accept" else v) for k, v in headers]
@@ -144,18 +155,26 @@ class HttpClient:
             headers += [("content-type", "application/json"), ("content-length", str(len(body)))]
         elif method in ("POST", "PUT", "PATCH"):
             headers.append(("content-length", "0"))
+        if extra:
+            replaced = {k.lower() for k, _ in extra} - {"host", "content-length"}
+            headers = [(k, v) for k, v in headers if k not in replaced]
+            headers += [(k, v) for k, v in extra if k.lower() in replaced]
         return h11.Request(method=method, target=target, headers=headers)
 
     async def _connect(self) -> _Connection:
         try:
-            stream = await trio.open_tcp_stream(self.host, self.port)
+            if self.tls is not None:
+                stream: trio.abc.Stream = await trio.open_ssl_over_tcp_stream(
+                    self.host, self.port, ssl_context=self.tls)
+            else:
+                stream = await trio.open_tcp_stream(self.host, self.port)
         except OSError as exc:
             raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         return _Connection(stream, self.limit)
 
 
 class _Connection:
-    def __init__(self, stream: trio.SocketStream, limit: int) -> None:
+    def __init__(self, stream: trio.abc.Stream, limit: int) -> None:
         self._stream = stream
         self._limit = limit
         self._h11 = h11.Connection(h11.CLIENT)
@@ -190,7 +209,7 @@ class _Connection:
                 if isinstance(event, h11.Response):
                     return event.status_code
         except (h11.ProtocolError, trio.BrokenResourceError, OSError) as exc:
-            raise HttpError(f"HTTP exchange failed: {exc}") from exc
+            raise HttpError(f"HTTP exchange failed: {_why(exc)}") from exc
 
     async def body(self) -> AsyncGenerator[bytes, None]:
         """The response body's chunks as they arrive."""
@@ -202,7 +221,7 @@ class _Connection:
                 elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
                     return
         except (h11.ProtocolError, trio.BrokenResourceError, OSError) as exc:
-            raise HttpError(f"HTTP response broke off: {exc}") from exc
+            raise HttpError(f"HTTP response broke off: {_why(exc)}") from exc
 
     async def _next(self) -> object:
         while True:
@@ -211,8 +230,14 @@ class _Connection:
                 if isinstance(event, h11.ConnectionClosed) and self._h11.their_state is not h11.DONE:
                     raise h11.RemoteProtocolError("the server closed the connection")
                 return event
-            self._h11.receive_data(await self._stream.receive_some(_READ))
+            self._h11.receive_data(bytes(await self._stream.receive_some(_READ)))
 
     async def aclose(self) -> None:
         with trio.CancelScope(shield=True):
             await self._stream.aclose()
+
+
+def _why(exc: BaseException) -> str:
+    """What went wrong: a broken TLS stream says nothing itself, its cause (a refused
+    certificate, say) does."""
+    return str(exc) or str(exc.__cause__ or "") or type(exc).__name__

@@ -5,10 +5,12 @@
 // opens (first load, after a drop, after a daemon restart) and after a `lagged`; the transcript
 // drops what it has seen already and resubscribes on a gap (transcript.js). The selected
 // session is in the URL's fragment, so a reload comes back to it. The Usage view and the cost
-// of each session come from `usage.summary` (usage.js).
+// of each session come from `usage.summary` (usage.js); the "Notifications" switch (notify.js)
+// shows system notifications while the tab is hidden.
 
 import { Client } from "./client.js";
 import { diffLines, el } from "./dom.js";
+import { Notifier } from "./notify.js";
 import { Transcript } from "./transcript.js";
 import { Usage, costText } from "./usage.js";
 
@@ -19,6 +21,7 @@ const transcript = new Transcript($("transcript"), $("permissions"));
 const sessions = new Map(); // id -> {info, changedAt}
 let selected = null;
 let diffOpen = false;
+const notifier = new Notifier($("notify-toggle"), (sessionId) => select(sessionId));
 
 const client = new Client({
   onOpen: () => {
@@ -36,7 +39,7 @@ const client = new Client({
 const usage = new Usage(client, $("usage"), () => { renderList(); showHeader(); });
 
 // For the tests and the curious: what the page has applied, in order.
-window.corral = { transcript, sessions, usage };
+window.corral = { transcript, sessions, usage, notifier };
 
 function setLink(text, kind) {
   const link = $("link");
@@ -52,6 +55,8 @@ function onEvent(frame) {
   if (outcome === "gap") subscribe(frame.session_id);
   if (outcome !== "applied") return;
   const type = frame.event.type;
+  const info = sessions.get(frame.session_id)?.info;
+  notifier.fromEvent(frame, info?.name || frame.session_id);
   if (type === "status" || type === "exit" || type === "workspace") refresh();
   if (type === "workspace" && diffOpen) loadDiff();
   if (type === "result") usage.update(true);
@@ -138,6 +143,9 @@ async function refresh() {
       const changedAt = old === undefined ? Date.parse(info.created_at)
         : old.info.last_seq !== info.last_seq ? Date.now() : old.changedAt;
       moved ||= old === undefined || old.info.last_seq !== info.last_seq;
+      if (old !== undefined && info.id !== selected && old.info.state !== info.state) {
+        notifier.fromList(old.info.state, info);
+      }
       sessions.set(info.id, { info, changedAt });
     }
     for (const id of [...sessions.keys()]) if (!seen.has(id)) sessions.delete(id);
