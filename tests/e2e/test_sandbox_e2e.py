@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from tests.actors.workspace.gitrig import git, make_repo
 
-from .daemonproc import RawClient, raw_client, start_daemon, stop_daemon
+from .daemonproc import REPO, RawClient, raw_client, start_daemon, stop_daemon
 
 pytestmark = [pytest.mark.timeout(240),
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (Debian bubblewrap)")]
@@ -135,5 +136,27 @@ async def test_bwrap_absent_and_landlock_off_is_sandbox_unavailable(tmp_path: Pa
             assert listed["sessions"] == []  # nothing was created, confined or not
             plain = await client.ok("session.create", harness="fake", cwd=str(tmp_path))
             assert plain["session"]["sandbox"] is None
+    finally:
+        await stop_daemon(daemon)
+
+
+async def test_corral_new_sandbox_flags_reach_the_session(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    daemon = await start_daemon(state)
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "CORRAL_STATE_DIR"}
+        done = await trio.run_process(
+            [sys.executable, "-m", "actors.app", "new", "--harness", "fake", "--sandbox=bwrap", "--net", "on",
+             "--cwd", str(tmp_path), "--state-dir", str(state)],
+            check=False, capture_stdout=True, capture_stderr=True, env={**env, "PYTHONPATH": str(REPO)}, cwd=str(REPO))
+        assert done.returncode == 0, done.stderr
+        sid = done.stdout.decode().splitlines()[0]
+        async with raw_client(daemon) as client:
+            got = await client.ok("session.get", session_id=sid)
+            assert got["session"]["sandbox"]["effective"] == "bwrap"
+            assert got["session"]["sandbox"]["net"] == "on"
+            await client.ok("session.subscribe", session_id=sid)
+            inside = await _tool(client, sid, "grep CapEff /proc/self/status; echo x > /etc/corral-escape")
+            assert "CapEff:\t0000000000000000" in inside["output"] and inside["is_error"], inside
     finally:
         await stop_daemon(daemon)
