@@ -160,3 +160,28 @@ async def test_corral_new_sandbox_flags_reach_the_session(tmp_path: Path) -> Non
             assert "CapEff:\t0000000000000000" in inside["output"] and inside["is_error"], inside
     finally:
         await stop_daemon(daemon)
+
+
+async def test_a_resumed_sandboxed_session_is_confined_again(tmp_path: Path) -> None:
+    """The stored settings come back with ``session.resume`` (re-checked), and so does the box."""
+    state = tmp_path / "state"
+    daemon = await start_daemon(state)
+    work = tmp_path / "work"
+    work.mkdir()
+    try:
+        async with raw_client(daemon) as client:
+            created = await client.ok("session.create", harness="fake", cwd=str(work),
+                                      options={"sandbox": {"mode": "landlock", "net": "on"}})
+            sid = created["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            await client.ok("session.close", session_id=sid)
+            await client.events_until(sid, lambda f: f["event"]["type"] == "status"
+                                      and f["event"]["state"] == "closed", timeout=60)
+            closed = (await client.ok("session.get", session_id=sid))["session"]
+            assert closed["sandbox"] == created["session"]["sandbox"]
+            resumed = (await client.ok("session.resume", session_id=sid))["session"]
+            assert resumed["sandbox"]["effective"] == "landlock"
+            inside = await _tool(client, sid, f"echo in > made && echo no > {state}/x")
+            assert inside["is_error"] and (work / "made").exists() and not (state / "x").exists()
+    finally:
+        await stop_daemon(daemon)
