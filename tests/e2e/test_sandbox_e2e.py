@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 import trio
 
+from supervisor.sandbox import landlock
 from tests.actors.workspace.gitrig import git, make_repo
 
 from .daemonproc import REPO, RawClient, raw_client, start_daemon, stop_daemon
@@ -184,4 +186,31 @@ async def test_a_resumed_sandboxed_session_is_confined_again(tmp_path: Path) -> 
             inside = await _tool(client, sid, f"echo in > made && echo no > {state}/x")
             assert inside["is_error"] and (work / "made").exists() and not (state / "x").exists()
     finally:
+        await stop_daemon(daemon)
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
+async def test_net_off_reaches_no_local_server(tmp_path: Path, mode: str) -> None:
+    """``net = "off"``: a new network namespace (bubblewrap) or Landlock's TCP rules; a server on
+    the host's loopback that this test reaches is not reachable from inside."""
+    if mode == "landlock" and landlock.abi() < 4:
+        pytest.skip("needs Landlock's TCP rules")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    state = tmp_path / "state"
+    daemon = await start_daemon(state)
+    try:
+        async with raw_client(daemon) as client:
+            created = await client.ok("session.create", harness="fake", cwd=str(tmp_path),
+                                      options={"sandbox": {"mode": mode, "net": "off"}})
+            sid = created["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            probe = (f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 5); "
+                     f"print('CONNECTED')\"")
+            inside = await _tool(client, sid, probe)
+            assert inside["is_error"] and "CONNECTED" not in inside["output"], inside
+    finally:
+        listener.close()
         await stop_daemon(daemon)
