@@ -96,7 +96,7 @@ async def test_a_sandboxed_worktree_session_writes_only_its_worktree_and_commits
             for attack in ("git branch -f main HEAD", "git update-ref refs/heads/main HEAD",
                            "git branch -D main", "git tag -f v1 HEAD", "git tag v2",
                            "git push . HEAD:main", "git checkout -q main && git reset -q --hard HEAD~0 && git commit -q --allow-empty -m evil",
-                           f"echo 'exit 0' > $(git rev-parse --git-common-dir)/hooks/pre-commit",
+                           "echo 'exit 0' > $(git rev-parse --git-common-dir)/hooks/pre-commit",
                            "git config user.name evil"):
                 result = await _tool(client, sid, attack)
                 assert result["is_error"], (attack, result)

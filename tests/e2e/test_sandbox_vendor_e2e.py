@@ -6,7 +6,6 @@ session's sandbox. The confinement is bubblewrap around the CLI's whole process 
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path

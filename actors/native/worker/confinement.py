@@ -16,8 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from protocol.native import Confinement
-from supervisor.sandbox import SandboxPlan
-from supervisor.sandbox import landlock
+from supervisor.sandbox import SandboxPlan, landlock
 from supervisor.sandbox.plan import BRIDGE_PORT
 
 __all__ = ["ConfinementFailed", "confine"]
