@@ -43,6 +43,7 @@ from actors.native.daemon.forkservice import ForkServer
 from actors.native.daemon.services import DaemonServices
 from actors.native.daemon.translate import autonomy as native_autonomy
 from actors.notify.config import NotifyTarget
+from actors.sandboxing.config import SandboxConfig
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
@@ -143,6 +144,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     notify: list[NotifyTarget] = []
     """``[[notify]]`` tables: webhooks posted a session's permission requests, finished turns
     and failures (``actors.notify``)."""
+    sandbox: SandboxConfig = SandboxConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -305,6 +307,7 @@ class App:
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result,
                                      watch=self.notifier.watch if self.notifier else None)
+        self.sessions.sandbox_masks = [str(host.state.root), str(self.workspaces.root)]
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
         self.usage = UsageService(host.state.root, load_prices((PRICES_FILE, user_prices_path()))[0])
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)

@@ -57,6 +57,8 @@ class ErrorCode(enum.StrEnum):
     PLACEMENT_BINARY_MISSING = "placement.binary_missing"
     PLACEMENT_NO_NODE = "placement.no_node"
     PLACEMENT_UNKNOWN_NODE = "placement.unknown_node"
+    # Sandboxed sessions.
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
 class CorralError(Exception):
@@ -241,6 +243,14 @@ class StorageFailed(CorralError):
     """Writing durable state failed (a full disk, a read-only directory)."""
 
     code = ErrorCode.STORAGE_FAILED
+
+
+class SandboxUnavailable(CorralError):
+    """A session asked for a sandbox mode (or network mode) this machine cannot honour: no
+    usable bubblewrap, Landlock off or missing, a kernel without Landlock's TCP rules; the
+    message says why. The session is not created (it never runs unconfined instead)."""
+
+    code = ErrorCode.SANDBOX_UNAVAILABLE
 
 
 class McpUnknownServer(CorralError):

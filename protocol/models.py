@@ -9,6 +9,7 @@ import msgspec
 from .base import Data
 from .events import PermissionMode as PermissionMode  # defined with the ``permissions`` event
 from .events import SessionState
+from .sandbox import SandboxInfo as SandboxInfo
 
 
 class Permissions(Data, kw_only=True, frozen=True):
@@ -134,6 +135,8 @@ class SessionInfo(Data, kw_only=True, frozen=True):
     placement: Placement | None = None
     """Where its child runs, or last ran while the session is open (restarting); null on the
     ``local`` backend, where every child runs on the daemon's machine, and once it ended."""
+    sandbox: SandboxInfo | None = None
+    """The session's sandbox (``protocol.sandbox``); null when it runs unconfined."""
 
 
 class ProviderInfo(Data, kw_only=True, frozen=True):

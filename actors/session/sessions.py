@@ -32,6 +32,8 @@ import msgspec
 import trio
 
 from actors.harness import Driver, HarnessRequest
+from actors.sandboxing.plans import build_plan, confinement_of
+from actors.sandboxing.settings import check, resolve
 from actors.session.deps import SessionDeps
 from actors.session.drivers import driver_of, load_all
 from actors.session.closedsession import ClosedSession, close_after_crash
@@ -45,6 +47,7 @@ from protocol.errors import (
     ActorGone,
     BadRequest,
     HarnessUnavailable,
+    SandboxUnavailable,
     SessionBusy,
     SessionClosed,
     StorageFailed,
@@ -53,6 +56,7 @@ from protocol.errors import (
 )
 from protocol.messages import SessionCreate, SessionResume, SessionWarning
 from protocol.models import Detection, McpServer, Permissions, SessionInfo
+from protocol.sandbox import SandboxInfo
 from actors.session.config import KILL_MARGIN, SessionSettings, harness_defaults
 from supervisor.threadimport import load
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
@@ -89,6 +93,10 @@ class SessionTable:
         self._ended = trio.Event()  # set (and replaced) whenever a live session moves to ``ended``
         """Sessions the previous daemon left open (closed at boot): ``resume_on_boot`` resumes them."""
         self._locks: dict[str, trio.Lock] = {}
+        self.sandbox_masks: list[str] = [str(state_dir)]
+        """What a sandboxed session must not see but for its own parts (``HarnessRequest``)."""
+        self.proxy_socket: str | None = None
+        """The daemon's network proxy for sandboxes with ``net = "model"`` (None: none runs)."""
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
         """The root's ``sessions`` child: a ``simple_one_for_one`` supervisor of session actors.
@@ -152,7 +160,9 @@ class SessionTable:
         directory = self.root / session_id
         default_options, default_env = harness_defaults(self.config, request.harness)
         options = {**default_options, **(request.options or {})}
+        sandbox = await self._sandbox(resolve(options, self.config.sandbox), driver)
         harness_request = HarnessRequest(
+            sandbox=sandbox, sandbox_masks=self.sandbox_masks, proxy_socket=self.proxy_socket,
             session_id=session_id, cwd=request.cwd, model=request.model,
             permissions=request.permissions or Permissions(), env={**default_env, **(request.env or {})},
             mcp_servers=list(request.mcp_servers or []), options=options,
@@ -163,13 +173,14 @@ class SessionTable:
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
+        harness_request = await _confined(driver, harness_request)
         frame_log = open_frame_log(options.get("log_path"), cwd=request.cwd, state_dir=self.state_dir,
                                    session_dir=directory)
         sessions = self.config.sessions
         try:
             directory.mkdir(mode=0o700)
             (directory / "harness").mkdir(mode=0o700)
-            meta = meta_from_create(session_id, request, created_at=format_ts(time.time()))
+            meta = meta_from_create(session_id, request, created_at=format_ts(time.time()), sandbox=sandbox)
             event_log = await trio.to_thread.run_sync(functools.partial(
                 _open_new, directory, meta, durability=sessions.durability,
                 memory_tail=sessions.memory_tail, fsync_interval=sessions.fsync_interval))
@@ -236,7 +247,9 @@ class SessionTable:
         default_options, default_env = harness_defaults(self.config, meta.harness)
         options = {**default_options, **meta.options}
         env = {**default_env, **(request.env or {})}
+        sandbox = await self._sandbox(meta.sandbox, driver)
         harness_request = HarnessRequest(
+            sandbox=sandbox, sandbox_masks=self.sandbox_masks, proxy_socket=self.proxy_socket,
             session_id=session_id, cwd=meta.cwd, model=meta.model, permissions=meta.permissions,
             env=env, options=options, mcp_servers=[_stored_server(m, env) for m in meta.mcp_servers],
             resume=meta.vendor_session_id,
@@ -246,6 +259,7 @@ class SessionTable:
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
+        harness_request = await _confined(driver, harness_request)
         frame_log = _reopen_frame_log(options.get("log_path"), meta.cwd, self.state_dir, directory)
         sessions = self.config.sessions
         meta = msgspec.structs.replace(meta, state="starting", closed_reason=None)
@@ -309,6 +323,26 @@ class SessionTable:
             if isinstance(exc, ActorGone):
                 raise SessionClosed("the daemon is shutting down") from None
             raise
+
+    async def _sandbox(self, info: SandboxInfo | None, driver: Driver) -> SandboxInfo | None:
+        """``info`` with its ``effective`` backend here; ``sandbox_unavailable`` when its mode
+        cannot be honoured (``actors.sandboxing.settings.check``) or the harness's children are
+        not processes corral spawns (the native agent's workers are forked from its fork server)."""
+        if info is None:
+            return None
+        if getattr(driver, "spawn", None) is not None:
+            # A worker forked by the fork server confines itself, with Landlock (inside which no
+            # bubblewrap can mount); its own model calls need the network.
+            if info.mode == "bwrap" or info.net == "model":
+                raise SandboxUnavailable(
+                    f"the {driver.name} harness is confined with Landlock, with net 'on' or 'off' "
+                    f"(asked: mode {info.mode!r}, net {info.net!r})", data={"harness": driver.name})
+            checked = await trio.to_thread.run_sync(functools.partial(
+                check, msgspec.structs.replace(info, mode="landlock"), self.config.sandbox, proxy=False))
+            return msgspec.structs.replace(checked, mode=info.mode)
+        config = self.config.sandbox
+        return await trio.to_thread.run_sync(functools.partial(
+            check, info, config, proxy=self.proxy_socket is not None))
 
     async def _check_available(self, driver: Driver, options: dict[str, Any]) -> None:
         """``harness_unavailable`` for a missing binary (``options.binary`` or the detected one)
@@ -380,6 +414,18 @@ class SessionTable:
             for name, driver in self.drivers.items():
                 nursery.start_soon(detect, name, driver)
         return [found[name] for name in sorted(found)]
+
+
+async def _confined(driver: Driver, request: HarnessRequest) -> HarnessRequest:
+    """``request`` with its ``confinement`` when it is sandboxed and its driver's children
+    confine themselves (the native workers); other children are confined as they are spawned."""
+    if request.sandbox is None or getattr(driver, "spawn", None) is None:
+        return request
+    sandbox = request.sandbox
+    plan = await trio.to_thread.run_sync(functools.partial(
+        build_plan, request, driver.launch(request), sandbox, harness=driver.name,
+        masks=request.sandbox_masks))
+    return msgspec.structs.replace(request, confinement=confinement_of(plan))
 
 
 def _open_new(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:

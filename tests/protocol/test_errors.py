@@ -17,6 +17,7 @@ GOLDEN = [
     "merge_conflict", "target_dirty", "git_failed",
     "placement.cwd_missing", "placement.binary_missing", "placement.no_node",
     "placement.unknown_node",
+    "sandbox_unavailable",
 ]
 
 
