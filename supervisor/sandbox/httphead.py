@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 import msgspec
 
 from protocol.errors import BadRequest, FrameTooLarge, ProtocolError
-
 from supervisor.sandbox.allowlist import parse_host_port
 
 __all__ = ["HEAD_END", "ProxyRequest", "find_head", "parse_head"]

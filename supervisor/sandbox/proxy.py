@@ -29,7 +29,6 @@ import msgspec
 import trio
 
 from protocol.errors import CorralError, FrameTooLarge, ProtocolError
-
 from supervisor.sandbox.allowlist import Allowlist
 from supervisor.sandbox.httphead import ProxyRequest, find_head, parse_head
 from supervisor.tree import ChildSpec, RestartType
@@ -77,12 +76,12 @@ class ProxyServer:
     """One session's proxy: the allowlist, where it listens, and its counters."""
 
     def __init__(self, allowlist: Allowlist, on_denied: OnDenied, *, socket_path: Path | None = None,
-                 tcp: bool = False, limits: ProxyLimits = ProxyLimits(), name: str = "proxy") -> None:
+                 tcp: bool = False, limits: ProxyLimits | None = None, name: str = "proxy") -> None:
         if socket_path is None and not tcp:
             raise ValueError("a proxy needs a Unix socket path or a TCP port")
         self.allowlist = allowlist
         self.socket_path = socket_path
-        self.limits = limits
+        self.limits = limits or ProxyLimits()
         self.name = name
         self.tcp_port: int | None = 0 if tcp else None
         """``0`` until the first bind picks a port; a restart binds that port again."""

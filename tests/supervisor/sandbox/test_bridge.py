@@ -17,7 +17,6 @@ import trio
 
 from supervisor.sandbox.allowlist import Allowlist
 from supervisor.sandbox.proxy import ProxyServer
-
 from tests.supervisor.sandbox.test_proxy import Upstream
 
 BRIDGE = [sys.executable, "-m", "supervisor.sandbox.bridge"]
@@ -97,14 +96,14 @@ async def test_bridge_relays_to_the_unix_socket_and_exits_with_the_program(tmp_p
 def test_bridge_exits_as_its_program_did(tmp_path: Path, script: str, code: int) -> None:
     argv = [*BRIDGE, "--unix", str(tmp_path / "none.sock"), "--port", str(_free_port()), "--",
             sys.executable, "-c", script]
-    assert subprocess.run(argv, timeout=30).returncode == code
+    assert subprocess.run(argv, check=False, timeout=30).returncode == code
 
 
 def test_bridge_usage_errors_and_a_missing_program(tmp_path: Path) -> None:
-    bad = subprocess.run([*BRIDGE, "--port", "80", "--", "true"], capture_output=True, text=True, timeout=30)
+    bad = subprocess.run([*BRIDGE, "--port", "80", "--", "true"], check=False, capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "options must be --unix and --port" in bad.stderr
     missing = subprocess.run([*BRIDGE, "--unix", "x", "--port", str(_free_port()), "--", "/no/such/program"],
-                             capture_output=True, text=True, timeout=30)
+                             check=False, capture_output=True, text=True, timeout=30)
     assert missing.returncode == 127 and "cannot run /no/such/program" in missing.stderr
 
 

@@ -66,7 +66,7 @@ class Proxy:
 
 
 async def start_proxy(nursery: trio.Nursery, tmp_path: Path, allow: list[str], *, tcp: bool = False,
-                      limits: ProxyLimits = ProxyLimits()) -> Proxy:
+                      limits: ProxyLimits | None = None) -> Proxy:
     denied: list[tuple[str, int]] = []
 
     async def on_denied(host: str, port: int) -> None:
