@@ -52,6 +52,8 @@ class ErrorCode(enum.StrEnum):
     MERGE_CONFLICT = "merge_conflict"
     TARGET_DIRTY = "target_dirty"
     GIT_FAILED = "git_failed"
+    # Sandboxed sessions.
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
 class CorralError(Exception):
@@ -236,6 +238,14 @@ class StorageFailed(CorralError):
     """Writing durable state failed (a full disk, a read-only directory)."""
 
     code = ErrorCode.STORAGE_FAILED
+
+
+class SandboxUnavailable(CorralError):
+    """A session asked for a sandbox mode (or network mode) this machine cannot honour: no
+    usable bubblewrap, Landlock off or missing, a kernel without Landlock's TCP rules; the
+    message says why. The session is not created (it never runs unconfined instead)."""
+
+    code = ErrorCode.SANDBOX_UNAVAILABLE
 
 
 class McpUnknownServer(CorralError):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from .base import Data, Message
+from .sandbox import SandboxInfo
 
 ToolKind = Literal["read", "edit", "exec", "mcp", "search", "other"]
 ToolPhase = Literal["started", "updated", "completed"]
@@ -45,6 +46,8 @@ class Init(Message, tag="init", kw_only=True, frozen=True):
     model: str | None = None
     cwd: str | None = None
     tools: list[str] = []
+    sandbox: SandboxInfo | msgspec.UnsetType = msgspec.UNSET
+    """The session's sandbox (set by the session, not the harness); absent when unconfined."""
 
 
 class Assistant(Message, tag="assistant", kw_only=True, frozen=True):

@@ -9,6 +9,7 @@ import msgspec
 from .base import Data
 from .events import PermissionMode as PermissionMode  # defined with the ``permissions`` event
 from .events import SessionState
+from .sandbox import SandboxInfo as SandboxInfo
 
 
 class Permissions(Data, kw_only=True, frozen=True):
@@ -120,6 +121,8 @@ class SessionInfo(Data, kw_only=True, frozen=True):
     workspace: WorkspaceInfo | None = None
     permissions: PermissionMode = "ask"
     """The session's permission mode now (``session.set_permissions`` changes it)."""
+    sandbox: SandboxInfo | None = None
+    """The session's sandbox (``protocol.sandbox``); null when it runs unconfined."""
 
 
 class ProviderInfo(Data, kw_only=True, frozen=True):

@@ -15,6 +15,7 @@ GOLDEN = [
     "mcp.unknown_server", "mcp.unknown_tool", "mcp.server_failed", "mcp.server_crashed",
     "mcp.start_failed", "mcp.call_timeout", "mcp.call_failed",
     "merge_conflict", "target_dirty", "git_failed",
+    "sandbox_unavailable",
 ]
 
 
