@@ -68,6 +68,9 @@ class ProxyStats(msgspec.Struct, frozen=True, kw_only=True):
     active: int
 
 
+_SUN_PATH_MAX = 108
+"""Bytes of a Unix socket's path (``sockaddr_un.sun_path``, its NUL included) on Linux."""
+
 _REASONS = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout",
             431: "Request Header Fields Too Large", 502: "Bad Gateway", 504: "Gateway Timeout"}
 
@@ -238,7 +241,14 @@ async def _unix_listener(path: Path) -> trio.SocketListener:
         os.unlink(path)  # a socket file left by an earlier run (or a crashed one)
     sock = trio.socket.socket(_stdsocket.AF_UNIX, _stdsocket.SOCK_STREAM)
     try:
-        await sock.bind(os.fspath(path))
+        if len(os.fsencode(path)) < _SUN_PATH_MAX:
+            await sock.bind(os.fspath(path))
+        else:  # too long for sockaddr_un: bind through a short name of its directory
+            directory = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                await sock.bind(f"/proc/self/fd/{directory}/{path.name}")
+            finally:
+                os.close(directory)
         os.chmod(path, 0o600)
         sock.listen(128)
     except BaseException:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -261,3 +262,26 @@ async def nursery() -> AsyncIterator[trio.Nursery]:
     async with trio.open_nursery() as n:
         yield n
         n.cancel_scope.cancel()
+
+
+async def test_a_socket_path_longer_than_sockaddr_un_allows_still_binds(tmp_path: Path) -> None:
+    """Session directories can be deep: the proxy binds through its directory's descriptor."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    async def ignore(host: str, port: int) -> None:
+        pass
+
+    server = ProxyServer(Allowlist(), ignore, socket_path=deep / "proxy.sock")
+    async with trio.open_nursery() as nursery:
+        handle = await nursery.start(server.run)
+        assert handle.socket_path is not None and len(bytes(handle.socket_path)) > 108
+        assert (deep / "proxy.sock").is_socket() and (deep / "proxy.sock").stat().st_mode & 0o777 == 0o600
+        directory = os.open(deep, os.O_PATH)
+        try:
+            with trio.fail_after(10):
+                async with await trio.open_unix_socket(f"/proc/self/fd/{directory}/proxy.sock") as client:
+                    await client.send_all(b"CONNECT a.example:1 HTTP/1.1\r\n\r\n")
+                    assert (await read_response(client)).startswith(b"HTTP/1.1 403 ")
+        finally:
+            os.close(directory)
+        nursery.cancel_scope.cancel()
