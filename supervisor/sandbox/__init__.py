@@ -11,6 +11,6 @@ from supervisor.sandbox.available import available as available
 from supervisor.sandbox.bwrap import proxy_env as proxy_env
 from supervisor.sandbox.bwrap import wrap as wrap
 from supervisor.sandbox.plan import BRIDGE_PORT as BRIDGE_PORT
-from supervisor.sandbox.plan import PROXY_SOCKET_INSIDE as PROXY_SOCKET_INSIDE
+from supervisor.sandbox.plan import PROXY_DIR_INSIDE as PROXY_DIR_INSIDE
 from supervisor.sandbox.plan import SandboxPlan as SandboxPlan
 from supervisor.sandbox.plan import void_file as void_file

@@ -12,8 +12,9 @@ under ``/tmp`` is not hidden by the tmpfs), then the protected paths inside them
 hidden paths last (``deny_read`` wins over everything).
 
 For ``net = "model"`` the program inside is the bridge (``supervisor.sandbox.bridge``), which
-listens on ``127.0.0.1:PORT`` and forwards to the daemon's proxy socket, bound at
-``PROXY_SOCKET_INSIDE``; it runs the real program as its child, with the proxy variables set.
+listens on ``127.0.0.1:PORT`` and forwards to the daemon's proxy socket, whose directory is
+bound read-only at ``PROXY_DIR_INSIDE`` (inside the private ``/tmp``: ``/`` is read-only, so
+bubblewrap could not make a mount point elsewhere); it runs the real program as its child, with the proxy variables set.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from supervisor.sandbox.plan import PROXY_SOCKET_INSIDE, SandboxPlan
+from supervisor.sandbox.plan import PROXY_DIR_INSIDE, SandboxPlan
 
 __all__ = ["bridge_argv", "proxy_env", "wrap"]
 
@@ -60,8 +61,11 @@ def wrap(argv: Sequence[str], env: Mapping[str, str | None], plan: SandboxPlan,
     if plan.net == "model":
         if plan.proxy_socket is None:
             raise ValueError("net = 'model' needs the daemon's proxy socket")
-        args += ["--bind", str(plan.proxy_socket), PROXY_SOCKET_INSIDE]
-        inner = bridge_argv(PROXY_SOCKET_INSIDE, plan.proxy_port, inner)
+        # The socket's directory, read-only (connecting needs no write access to the mount):
+        # a restarted proxy's new socket shows up too, and nothing can be created beside it.
+        args += ["--ro-bind", str(plan.proxy_socket.parent), PROXY_DIR_INSIDE]
+        inside = f"{PROXY_DIR_INSIDE}/{plan.proxy_socket.name}"
+        inner = bridge_argv(inside, plan.proxy_port, inner)
         new_env.update(proxy_env(plan.proxy_port))
     for path in _existing(plan.hidden):
         args += ["--perms", "0000", "--tmpfs", str(path)] if path.is_dir() else _void(plan, path)

@@ -29,7 +29,7 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["BRIDGE_PORT", "PROXY_SOCKET_INSIDE", "NetMode", "SandboxPlan"]
+__all__ = ["BRIDGE_PORT", "PROXY_DIR_INSIDE", "NetMode", "SandboxPlan"]
 
 NetMode = Literal["on", "model", "off"]
 
@@ -37,8 +37,9 @@ BRIDGE_PORT = 3128
 """The port the in-sandbox bridge listens on under bubblewrap (its own network namespace, so
 any port is free); under Landlock the daemon picks a free one on the host's loopback."""
 
-PROXY_SOCKET_INSIDE = "/run/corral/proxy.sock"
-"""Where the daemon's proxy socket appears inside a bubblewrap sandbox."""
+PROXY_DIR_INSIDE = "/tmp/.corral-proxy"
+"""Where the directory of the daemon's proxy socket appears inside a bubblewrap sandbox (in its
+private ``/tmp``, where bubblewrap can make the mount point)."""
 
 
 class SandboxPlan(msgspec.Struct, kw_only=True, frozen=True):

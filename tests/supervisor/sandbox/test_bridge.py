@@ -15,7 +15,9 @@ import psutil
 import pytest
 import trio
 
+from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, wrap
 from supervisor.sandbox.allowlist import Allowlist
+from supervisor.sandbox.plan import NetMode
 from supervisor.sandbox.proxy import ProxyServer
 from tests.supervisor.sandbox.test_proxy import Upstream
 
@@ -52,13 +54,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _bwrap(sock_dir: Path) -> list[str]:
-    """A minimal bubblewrap sandbox with its own network namespace and the socket's directory."""
-    return ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
-            "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(sock_dir), str(sock_dir), "--"]
 
 
 async def _proxy(nursery: trio.Nursery, sock: Path, allow: list[str]) -> list[tuple[str, int]]:
@@ -151,12 +146,12 @@ def test_bridge_and_program_die_with_the_bridges_parent(tmp_path: Path) -> None:
 
 
 async def test_in_bubblewrap_only_the_proxy_is_reachable(tmp_path: Path) -> None:
-    """In its own network namespace a program reaches an allowed host through the bridge and the
-    proxy, is refused (403, reported) for any other, and cannot reach the host's loopback at all."""
+    """``wrap`` with ``net = "model"``: in its own network namespace a program reaches an allowed
+    host through the bridge and the proxy, is refused (403, reported) for any other, and cannot
+    reach the host's loopback at all; with ``net = "off"`` not even the proxy."""
     sock_dir = tmp_path / "proxy"
     sock_dir.mkdir()
-    sock = sock_dir / "p.sock"
-    port = 3128
+    sock = sock_dir / "proxy.sock"
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             upstream = Upstream()
@@ -164,17 +159,24 @@ async def test_in_bubblewrap_only_the_proxy_is_reachable(tmp_path: Path) -> None
             other = Upstream()
             await nursery.start(other.serve)
             denied = await _proxy(nursery, sock, [f"127.0.0.1:{upstream.port}"])
-            env = {**os.environ, "HTTPS_PROXY": f"http://127.0.0.1:{port}"}
-            sandbox = [*_bwrap(sock_dir), *BRIDGE, "--unix", str(sock), "--port", str(port), "--", sys.executable]
 
-            async def run(*args: str) -> str:
-                done = await trio.run_process([*sandbox, *args], env=env, capture_stdout=True)
+            async def run(net: NetMode, *args: str) -> str:
+                plan = SandboxPlan(cwd=tmp_path, writable=(tmp_path,), net=net,
+                                   proxy_socket=sock if net == "model" else None)
+                argv, env = wrap([sys.executable, *args], {**os.environ, "NO_PROXY": "127.0.0.1"}, plan)
+                if net == "off":
+                    env["HTTPS_PROXY"] = f"http://127.0.0.1:{BRIDGE_PORT}"
+                done = await trio.run_process(argv, env={k: v for k, v in env.items() if v is not None},
+                                              capture_stdout=True)
                 return str(done.stdout.decode().strip())
 
-            assert await run("-c", _CLIENT, f"127.0.0.1:{upstream.port}") == \
+            assert await run("model", "-c", _CLIENT, f"127.0.0.1:{upstream.port}") == \
                 "HTTP/1.1 200 Connection established||HELLO"
-            assert (await run("-c", _CLIENT, f"127.0.0.1:{other.port}")).startswith("HTTP/1.1 403 Forbidden|")
+            assert (await run("model", "-c", _CLIENT, f"127.0.0.1:{other.port}")).startswith(
+                "HTTP/1.1 403 Forbidden|")
             assert denied == [("127.0.0.1", other.port)]
-            assert await run("-c", _DIRECT, str(other.port)) == "refused 111"
+            assert await run("model", "-c", _DIRECT, str(other.port)) == "refused 111"
+            assert await run("off", "-c", _DIRECT, str(other.port)) == "refused 111"
+            assert await run("off", "-c", _DIRECT, str(BRIDGE_PORT)) == "refused 111"
             assert other.connections == 0
             nursery.cancel_scope.cancel()
