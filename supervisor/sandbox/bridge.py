@@ -8,7 +8,10 @@ and relays every connection, byte for byte, to the socket. It decides nothing: t
 
 It is the program bubblewrap starts, and it starts the real program as its child::
 
-    python -m supervisor.sandbox.bridge --unix SOCKET --port PORT -- PROGRAM [ARG...]
+    python -I -S .../supervisor/sandbox/bridge.py --unix SOCKET --port PORT -- PROGRAM [ARG...]
+
+(``supervisor.sandbox.bwrap.bridge_argv``: run as a file, so neither ``site`` nor a package
+``__init__`` is imported.)
 
 The listener is bound before the program starts (so its first connection finds it). The
 program runs in a process group of its own; the signals a supervisor sends (TERM, INT, HUP, QUIT,
@@ -33,7 +36,7 @@ __all__ = ["main"]
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
               signal.SIGUSR2, signal.SIGWINCH, signal.SIGCONT)
 _CHUNK = 64 * 1024
-_USAGE = "usage: python -m supervisor.sandbox.bridge --unix SOCKET --port PORT -- PROGRAM [ARG...]"
+_USAGE = "usage: bridge.py --unix SOCKET --port PORT -- PROGRAM [ARG...]"
 _BAD_GATEWAY = (b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: 31\r\n"
                 b"Connection: close\r\n\r\ncorral's sandbox proxy is gone\n")
 

@@ -29,6 +29,11 @@ from supervisor.sandbox.plan import PROXY_DIR_INSIDE, SandboxPlan
 
 __all__ = ["bridge_argv", "proxy_env", "wrap"]
 
+_BRIDGE = Path(__file__).with_name("bridge.py")
+"""Run as a file, isolated and without ``site`` (``-I -S``): it imports the standard library
+only, and skipping ``site``, its ``.pth`` files and this package's ``__init__`` saves tens of
+milliseconds on every sandboxed spawn."""
+
 _PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 _NO_PROXY_VARS = ("NO_PROXY", "no_proxy")
 
@@ -76,8 +81,7 @@ def wrap(argv: Sequence[str], env: Mapping[str, str | None], plan: SandboxPlan,
 def bridge_argv(socket: str, port: int, argv: Sequence[str]) -> list[str]:
     """The bridge in front of ``argv``: it listens on ``127.0.0.1:port``, forwards to the proxy
     at ``socket`` and runs ``argv`` as its child."""
-    return [sys.executable, "-m", "supervisor.sandbox.bridge", "--unix", socket,
-            "--port", str(port), "--", *argv]
+    return [sys.executable, "-I", "-S", str(_BRIDGE), "--unix", socket, "--port", str(port), "--", *argv]
 
 
 def proxy_env(port: int) -> dict[str, str | None]:

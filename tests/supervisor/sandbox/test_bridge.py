@@ -16,12 +16,13 @@ import pytest
 import trio
 
 from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, wrap
+from supervisor.sandbox.bwrap import bridge_argv
 from supervisor.sandbox.allowlist import Allowlist
 from supervisor.sandbox.plan import NetMode
 from supervisor.sandbox.proxy import ProxyServer
 from tests.supervisor.sandbox.test_proxy import Upstream
 
-BRIDGE = [sys.executable, "-m", "supervisor.sandbox.bridge"]
+BRIDGE = bridge_argv("SOCKET", 1, [])[:4]  # the interpreter and the bridge's file, as sandboxes run it
 
 # A client as a sandboxed program would be: it talks to the proxy named by HTTPS_PROXY.
 _CLIENT = textwrap.dedent("""
