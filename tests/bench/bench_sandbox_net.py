@@ -30,8 +30,8 @@ from pathlib import Path
 import trio
 
 from supervisor.sandbox import SandboxPlan, wrap
-from supervisor.sandbox.bwrap import bridge_argv
 from supervisor.sandbox.allowlist import Allowlist
+from supervisor.sandbox.bwrap import bridge_argv
 from supervisor.sandbox.proxy import ProxyServer
 
 CONNECTIONS = 300
