@@ -42,6 +42,7 @@ from actors.native.daemon.driver import NATIVE_ROOT, NativeDriver, adk_installed
 from actors.native.daemon.forkservice import ForkServer
 from actors.native.daemon.services import DaemonServices
 from actors.native.daemon.translate import autonomy as native_autonomy
+from actors.sandboxing.config import SandboxConfig
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
@@ -131,6 +132,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     lsp: LspConfig = LspConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
     acp: AcpConfig = AcpConfig()
+    sandbox: SandboxConfig = SandboxConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -270,6 +272,7 @@ class App:
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result)
+        self.sessions.sandbox_masks = [str(host.state.root), str(self.workspaces.root)]
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))

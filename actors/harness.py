@@ -43,6 +43,7 @@ from typing import Any, Literal, Protocol
 from protocol.base import Data
 from protocol.events import Decision, Event
 from protocol.models import Detection, Features, McpServer, Permissions
+from protocol.sandbox import SandboxInfo
 
 
 class HarnessRequest(Data, kw_only=True, frozen=True):
@@ -64,6 +65,13 @@ class HarnessRequest(Data, kw_only=True, frozen=True):
     state_dir: str | None = None
     """The daemon's state directory: client-side work never touches it (the work runner refuses it),
     bar a session cwd that is a worktree under it."""
+    sandbox: SandboxInfo | None = None
+    """The session's sandbox (``actors.sandboxing``), ``effective`` checked; None: unconfined."""
+    sandbox_masks: list[str] = []
+    """Directories a sandboxed child must not see but for its own parts (the state directory,
+    the worktrees root)."""
+    proxy_socket: str | None = None
+    """The daemon's network proxy (a Unix socket) for ``net = "model"``; None when it runs none."""
 
 
 class Launch(Data, kw_only=True, frozen=True):

@@ -28,6 +28,7 @@ children in memory).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,9 +36,12 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from pathlib import Path
 from typing import Any, Protocol
 
+import msgspec
 import trio
 
 from actors.harness import Driver, HarnessRequest, Launch, WorkRunner
+from actors.sandboxing.confine import Confined, confine
+from actors.sandboxing.plans import build_plan
 from actors.session.ending import describe_exit
 from actors.session.framelog import FrameLog
 from actors.session.messages import (
@@ -54,6 +58,7 @@ from protocol.errors import ActorGone, ChildExited, CorralError, IntensityExceed
 from actors.session.config import KILL_MARGIN, SessionsConfig
 from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.child import Goodbye, open_child
+from supervisor.proc.spawn import spawn
 from supervisor.proc.spec import ExitStatus, ProcessSpec
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
 
@@ -81,11 +86,14 @@ closing it (bounded) on the way out."""
 
 
 @asynccontextmanager
-async def spawn_process(launch: Launch, spec: ProcessSpec, ledger: Any) -> AsyncIterator[HarnessChild]:
-    """The default spawn: write the launch's files (mode 0600), then ``open_child``."""
+async def spawn_process(launch: Launch, spec: ProcessSpec, ledger: Any, *,
+                        confine: Callable[[], None] | None = None) -> AsyncIterator[HarnessChild]:
+    """The default spawn: write the launch's files (mode 0600), then ``open_child``;
+    ``confine`` runs in the child before its exec (a sandbox's Landlock ruleset)."""
     if launch.files:
         await trio.to_thread.run_sync(_write_files, launch.files)
-    async with open_child(spec, ledger=ledger) as child:
+    spawner = None if confine is None else functools.partial(spawn, confine=confine)
+    async with open_child(spec, ledger=ledger, spawner=spawner) as child:
         yield child
 
 
@@ -158,8 +166,15 @@ class Harness:
         async with AsyncExitStack() as stack:
             try:
                 launch = self.driver.launch(request)
-                child = await stack.enter_async_context(self._spawn(launch, self._spec(gen, launch, request),
-                                                                    self.ledger))
+                env: dict[str, str | None] = dict(launch.env)
+                spawner = self._spawn
+                if request.sandbox is not None:
+                    confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
+                    launch = msgspec.structs.replace(launch, argv=confined.argv)
+                    env = confined.env
+                    spawner = functools.partial(spawn_process, confine=confined.preexec)
+                child = await stack.enter_async_context(spawner(launch, self._spec(gen, launch, request, env),
+                                                                self.ledger))
             except Exception as exc:  # a child that cannot start has crashed: the planner decides
                 task_status.started(None)
                 code, message = _describe_failure(exc)
@@ -254,13 +269,24 @@ class Harness:
             return False
         return True
 
-    def _spec(self, gen: int, launch: Launch, request: HarnessRequest) -> ProcessSpec:
+    def _spec(self, gen: int, launch: Launch, request: HarnessRequest,
+              env: dict[str, str | None]) -> ProcessSpec:
         return ProcessSpec(
             key=f"session:{self.session_id}:{gen}", kind=f"harness:{self.harness}", argv=launch.argv,
-            cwd=launch.cwd, env=launch.env, shutdown=self.sessions.close_timeout,
+            cwd=launch.cwd, env=env, shutdown=self.sessions.close_timeout,
             frame_limit=self.children.frame_limit, framing=launch.framing,
             stderr_lines=self.children.stderr_lines, secrets=frozenset(request.env.values()),
         )
+
+
+def _confine(launch: Launch, request: HarnessRequest, harness: str) -> Confined:
+    """``launch`` confined by the request's sandbox (blocking: git, ``stat``s, the ruleset)."""
+    sandbox = request.sandbox
+    if sandbox is None:
+        raise ValueError("no sandbox to confine the launch in")
+    plan = build_plan(request, launch, sandbox, harness=harness, masks=request.sandbox_masks,
+                      proxy_socket=request.proxy_socket)
+    return confine(list(launch.argv), dict(launch.env), plan, sandbox.effective)
 
 
 def _describe_failure(exc: Exception) -> tuple[str, str]:

@@ -41,7 +41,7 @@ class ClosedSession:
             id=meta.id, name=meta.name, harness=meta.harness, cwd=meta.cwd, model=meta.model,
             state=meta.state, created_at=meta.created_at, last_seq=self.log.last_seq,
             restarts=meta.restarts, pid=None, vendor_session_id=meta.vendor_session_id,
-            permissions=meta.permissions.mode)
+            permissions=meta.permissions.mode, sandbox=meta.sandbox)
 
     async def append(self, directory: Path, event: ev.Event, *, durability: Durability) -> None:
         """Append ``event`` to the log in ``directory`` (reopened in a worker thread, synced as

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Protocol
 
 from msgspec import Meta, Struct
 
+from actors.sandboxing.config import SandboxConfig
 from actors.session.logfile import Durability
 from supervisor.proc.config import ChildrenConfig
 
@@ -85,6 +86,9 @@ class SessionSettings(Protocol):
 
     @property
     def harness(self) -> Mapping[str, HarnessConfig]: ...
+
+    @property
+    def sandbox(self) -> SandboxConfig: ...
 
 
 def harness_defaults(

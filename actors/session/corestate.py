@@ -117,7 +117,7 @@ class CoreState:
             id=meta.id, name=meta.name, harness=meta.harness, cwd=meta.cwd, model=meta.model,
             state=self.state, created_at=meta.created_at, last_seq=last_seq,
             restarts=self.restarts, pid=self.pid, vendor_session_id=meta.vendor_session_id,
-            permissions=self.request.permissions.mode,
+            permissions=self.request.permissions.mode, sandbox=self.request.sandbox,
         )
 
     # --- permissions and the child's departure ---------------------------------------------
@@ -193,7 +193,8 @@ class CoreState:
                     self.emit(event if event.by_name else
                               msgspec.structs.replace(event, by_name=event.by))
             case ev.Init(vendor_session_id=vid, model=model):
-                self.emit(event)
+                sandbox = self.request.sandbox
+                self.emit(event if sandbox is None else msgspec.structs.replace(event, sandbox=sandbox))
                 changes: dict[str, Any] = {}
                 if vid and vid != self.meta.vendor_session_id:
                     changes["vendor_session_id"] = vid

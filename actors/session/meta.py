@@ -20,6 +20,7 @@ from protocol.errors import StorageFailed
 from protocol.events import SessionState
 from protocol.messages import SessionCreate
 from protocol.models import McpServer, Permissions
+from protocol.sandbox import SandboxInfo
 
 __all__ = [
     "META_NAME",
@@ -75,10 +76,13 @@ class SessionMeta(msgspec.Struct, kw_only=True, frozen=True):
     vendor_session_id: str | None = None
     restarts: int = 0
     closed_reason: str | None = None
+    sandbox: SandboxInfo | None = None
+    """The session's sandbox as resolved at creation (``effective`` is re-checked on resume)."""
 
 
 def meta_from_create(
-    session_id: str, request: SessionCreate, *, created_at: str, state: SessionState = "starting"
+    session_id: str, request: SessionCreate, *, created_at: str, state: SessionState = "starting",
+    sandbox: SandboxInfo | None = None,
 ) -> SessionMeta:
     """The metadata of a new session, with every secret value of ``request`` left out."""
     return SessionMeta(
@@ -93,6 +97,7 @@ def meta_from_create(
         env_keys=sorted(request.env or {}),
         mcp_servers=[StoredMcpServer.from_server(s) for s in request.mcp_servers or []],
         options=dict(request.options or {}),
+        sandbox=sandbox,
     )
 
 

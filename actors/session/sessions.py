@@ -32,6 +32,7 @@ import msgspec
 import trio
 
 from actors.harness import Driver, HarnessRequest
+from actors.sandboxing.settings import check, resolve
 from actors.session.deps import SessionDeps
 from actors.session.drivers import driver_of, load_all
 from actors.session.closedsession import ClosedSession, close_after_crash
@@ -45,6 +46,7 @@ from protocol.errors import (
     ActorGone,
     BadRequest,
     HarnessUnavailable,
+    SandboxUnavailable,
     SessionBusy,
     SessionClosed,
     StorageFailed,
@@ -53,6 +55,7 @@ from protocol.errors import (
 )
 from protocol.messages import SessionCreate, SessionResume, SessionWarning
 from protocol.models import Detection, McpServer, Permissions, SessionInfo
+from protocol.sandbox import SandboxInfo
 from actors.session.config import KILL_MARGIN, SessionSettings, harness_defaults
 from supervisor.threadimport import load
 from supervisor.tree import ChildSpec, RestartType, Strategy, Supervisor, SupervisorSpec, supervise
@@ -86,6 +89,10 @@ class SessionTable:
         self._ended = trio.Event()  # set (and replaced) whenever a live session moves to ``ended``
         """Sessions the previous daemon left open (closed at boot): ``resume_on_boot`` resumes them."""
         self._locks: dict[str, trio.Lock] = {}
+        self.sandbox_masks: list[str] = [str(state_dir)]
+        """What a sandboxed session must not see but for its own parts (``HarnessRequest``)."""
+        self.proxy_socket: str | None = None
+        """The daemon's network proxy for sandboxes with ``net = "model"`` (None: none runs)."""
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
         """The root's ``sessions`` child: a ``simple_one_for_one`` supervisor of session actors.
@@ -149,7 +156,9 @@ class SessionTable:
         directory = self.root / session_id
         default_options, default_env = harness_defaults(self.config, request.harness)
         options = {**default_options, **(request.options or {})}
+        sandbox = await self._sandbox(resolve(options, self.config.sandbox), driver)
         harness_request = HarnessRequest(
+            sandbox=sandbox, sandbox_masks=self.sandbox_masks, proxy_socket=self.proxy_socket,
             session_id=session_id, cwd=request.cwd, model=request.model,
             permissions=request.permissions or Permissions(), env={**default_env, **(request.env or {})},
             mcp_servers=list(request.mcp_servers or []), options=options,
@@ -166,7 +175,7 @@ class SessionTable:
         try:
             directory.mkdir(mode=0o700)
             (directory / "harness").mkdir(mode=0o700)
-            meta = meta_from_create(session_id, request, created_at=format_ts(time.time()))
+            meta = meta_from_create(session_id, request, created_at=format_ts(time.time()), sandbox=sandbox)
             event_log = await trio.to_thread.run_sync(functools.partial(
                 _open_new, directory, meta, durability=sessions.durability,
                 memory_tail=sessions.memory_tail, fsync_interval=sessions.fsync_interval))
@@ -233,7 +242,9 @@ class SessionTable:
         default_options, default_env = harness_defaults(self.config, meta.harness)
         options = {**default_options, **meta.options}
         env = {**default_env, **(request.env or {})}
+        sandbox = await self._sandbox(meta.sandbox, driver)
         harness_request = HarnessRequest(
+            sandbox=sandbox, sandbox_masks=self.sandbox_masks, proxy_socket=self.proxy_socket,
             session_id=session_id, cwd=meta.cwd, model=meta.model, permissions=meta.permissions,
             env=env, options=options, mcp_servers=[_stored_server(m, env) for m in meta.mcp_servers],
             resume=meta.vendor_session_id,
@@ -306,6 +317,19 @@ class SessionTable:
             if isinstance(exc, ActorGone):
                 raise SessionClosed("the daemon is shutting down") from None
             raise
+
+    async def _sandbox(self, info: SandboxInfo | None, driver: Driver) -> SandboxInfo | None:
+        """``info`` with its ``effective`` backend here; ``sandbox_unavailable`` when its mode
+        cannot be honoured (``actors.sandboxing.settings.check``) or the harness's children are
+        not processes corral spawns (the native agent's workers are forked from its fork server)."""
+        if info is None:
+            return None
+        if getattr(driver, "spawn", None) is not None:
+            raise SandboxUnavailable(f"the {driver.name} harness cannot be sandboxed yet",
+                                     data={"harness": driver.name})
+        config = self.config.sandbox
+        return await trio.to_thread.run_sync(functools.partial(
+            check, info, config, proxy=self.proxy_socket is not None))
 
     async def _check_available(self, driver: Driver, options: dict[str, Any]) -> None:
         """``harness_unavailable`` for a missing binary (``options.binary`` or the detected one)

@@ -97,6 +97,11 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
                                                    "(default: the current HEAD)")
     sub.add_argument("--branch", metavar="NAME", help="with --worktree: the new branch "
                                                       "(default: corral/<name or id>)")
+    sub.add_argument("--sandbox", nargs="?", const="auto", choices=("off", "auto", "bwrap", "landlock"),
+                     metavar="MODE", help="confine the harness: auto (the default of a bare "
+                                          "--sandbox), bwrap, landlock, or off")
+    sub.add_argument("--net", choices=("on", "model", "off"),
+                     help="a sandboxed session's network: on, model (its model's hosts only) or off")
     command("ls", ".sessions:ls", "List sessions.").add_argument("--json", action="store_true",
                                                       help="print JSON")
     sub = command("harnesses", ".services:harnesses", "List harnesses and whether they are available.")

@@ -53,6 +53,11 @@ def new(args: argparse.Namespace) -> None:
         if args.max_turns is not None:
             autonomous["max_turns"] = args.max_turns
         options["autonomous"] = autonomous
+    if args.sandbox is not None or args.net is not None:
+        sandbox = dict(options.get("sandbox") or {})
+        sandbox.update({key: value for key, value in (("mode", args.sandbox), ("net", args.net))
+                        if value is not None})
+        options["sandbox"] = sandbox
     request = SessionCreate(
         id=0, harness=args.harness, cwd=str(Path(args.cwd or os.getcwd()).absolute()), name=args.name,
         model=args.model, prompt=args.prompt, permissions=permissions, env=dict(args.env) or None,

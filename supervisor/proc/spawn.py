@@ -77,17 +77,20 @@ async def spawn(
     cwd: str | None,
     env: Mapping[str, str],
     death_signal: signal.Signals | None,
+    confine: Callable[[], None] | None = None,
 ) -> Spawned:
     """Fork and exec ``argv`` in a new session with piped stdin/stdout/stderr.
 
-    Raises ``LaunchFailed`` (``data``: errno, strerror, filename, argv0) if the exec or the
+    ``confine`` runs in the child after the fork, before the exec (a sandbox's Landlock
+    ruleset: ``supervisor.sandbox.landlock``); it makes the fork a full one, in the spawner
+    thread. Raises ``LaunchFailed`` (``data``: errno, strerror, filename, argv0) if the exec or the
     ``cwd`` fails. Not cancellable once the fork is under way: a child must not be left without
     an owner, so cancellation takes effect at the caller's next checkpoint.
     """
     fds: list[int] = []
     try:
         try:
-            popen, ours = await _fork_with_pipes(argv, cwd, env, death_signal, fds)
+            popen, ours = await _fork_with_pipes(argv, cwd, env, death_signal, fds, confine)
         except OSError as exc:
             raise LaunchFailed(
                 f"cannot start {argv[0]!r}: {exc.strerror or exc}",
@@ -114,13 +117,15 @@ async def _fork_with_pipes(
     env: Mapping[str, str],
     death_signal: signal.Signals | None,
     fds: list[int],
+    confine: Callable[[], None] | None = None,
 ) -> tuple[subprocess.Popen[bytes], tuple[int, int, int]]:
     """Fork with three fresh pipes; close the child's ends here, leave ours in ``fds``."""
     stdin_r, stdin_w = _pipe(fds)
     stdout_r, stdout_w = _pipe(fds)
     stderr_r, stderr_w = _pipe(fds)
-    fork = partial(_fork, list(argv), cwd, dict(env), death_signal, (stdin_r, stdout_w, stderr_w))
-    if _forks_here(death_signal):
+    fork = partial(_fork, list(argv), cwd, dict(env), death_signal, (stdin_r, stdout_w, stderr_w),
+                   confine)
+    if confine is None and _forks_here(death_signal):
         popen = fork()
     else:
         popen = await _in_spawner_thread(fork)
@@ -150,8 +155,11 @@ def _fork(
     env: dict[str, str],
     death_signal: signal.Signals | None,
     stdio: tuple[int, int, int],
+    confine: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
     command, hook = deathsig.launch(argv, cwd, env, death_signal)
+    if confine is not None:
+        hook = _then(hook, confine)
     with reaper._TABLE_LOCK:
         popen = subprocess.Popen(
             command,
@@ -166,6 +174,18 @@ def _fork(
         )
         reaper._claim(popen.pid)
     return popen
+
+
+def _then(first: Callable[[], None] | None, second: Callable[[], None]) -> Callable[[], None]:
+    """A ``preexec_fn`` running ``first`` (if any), then ``second``."""
+    if first is None:
+        return second
+
+    def both() -> None:
+        first()
+        second()
+
+    return both
 
 
 class _Spawner:

@@ -28,6 +28,7 @@ import errno
 import functools
 import os
 import platform
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -101,23 +102,35 @@ def split(root: Path, excluded: Iterable[Path]) -> list[Path]:
     except OSError:
         return []
     for entry in entries:
-        found += split(entry, inside)
+        if not entry.is_symlink():  # its target is covered (or not) under its own path
+            found += split(entry, inside)
     return found
 
 
 def preexec_hook(plan: SandboxPlan) -> Callable[[], None]:
     """A ``preexec_fn`` that confines the child per ``plan``. The ruleset is built here (in the
-    parent); its descriptor stays open until the process exits, and the hook makes no
-    allocation-heavy call after the fork. Raises ``LandlockError`` when the kernel refuses."""
-    ruleset = _ruleset(plan)
-    restrict_self = _restrict_self_number()
+    parent) and its descriptor closed when the hook is dropped; after the fork the hook makes
+    two system calls and no allocation. A child it cannot confine exits 126 before the exec:
+    never unconfined. Raises ``LandlockError`` when the kernel refuses the ruleset."""
+    return _Hook(_ruleset(plan), _restrict_self_number())
 
-    def hook() -> None:
+
+class _Hook:
+    """The ``preexec_fn`` of ``preexec_hook``, owning the ruleset's descriptor."""
+
+    def __init__(self, ruleset: int, restrict_self: int) -> None:
+        self.ruleset = ruleset
+        self.restrict_self = restrict_self
+
+    def __call__(self) -> None:
         if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
-                _libc.syscall(restrict_self, ruleset, ctypes.c_uint32(0)) != 0:
-            os._exit(126)  # never run the program unconfined
+                _libc.syscall(self.restrict_self, self.ruleset, ctypes.c_uint32(0)) != 0:
+            os._exit(126)
 
-    return hook
+    def __del__(self) -> None:
+        if self.ruleset >= 0:
+            os.close(self.ruleset)
+            self.ruleset = -1
 
 
 def restrict(plan: SandboxPlan) -> None:
@@ -161,13 +174,18 @@ def _ruleset(plan: SandboxPlan) -> int:
         _raise("landlock_create_ruleset")
     try:
         hidden = list(plan.hidden)
-        for path in split(Path("/"), hidden):
+        for path in split(Path("/"), [*hidden, *plan.masked]):
             _add_path(fd, path, _READ & handled)
-        write = handled
+        for top in plan.read_only:
+            for path in split(top, hidden):
+                _add_path(fd, path, _READ & handled)
         writable = [*plan.writable, *([plan.tmp_dir] if plan.tmp_dir else []), Path("/dev")]
         for top in writable:
             for path in split(top, [*hidden, *plan.protected]):
-                _add_path(fd, path, write)
+                _add_path(fd, path, handled)
+        for top in plan.protected:
+            for path in split(top, hidden):
+                _add_path(fd, path, _READ & handled)
         if plan.net == "model":
             _add_port(fd, plan.proxy_port, _NET_BIND_TCP | _NET_CONNECT_TCP)
     except BaseException:
@@ -178,10 +196,12 @@ def _ruleset(plan: SandboxPlan) -> int:
 
 def _add_path(ruleset: int, path: Path, access: int) -> None:
     try:
-        target = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        target = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return  # gone or unreachable: nothing to grant
     try:
+        if stat.S_ISLNK(os.fstat(target).st_mode):
+            return  # a symlink named by the plan: its target is what is reached
         if not os.path.isdir(path):
             access &= ~_DIR_ONLY  # the kernel refuses directory rights on a file
         rule = _PathBeneathAttr(allowed_access=access, parent_fd=target)

@@ -1,0 +1,46 @@
+"""Confining one launch: the argv, environment and ``preexec_fn`` that run it in its plan.
+
+``bwrap`` wraps the argv (``supervisor.sandbox.wrap``); ``landlock`` keeps the argv (with the
+bridge in front for ``net = "model"``) and returns a ``preexec_fn`` that enforces the ruleset in
+the child before the exec, with ``TMPDIR`` set to the session's private temporary directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from protocol.sandbox import SandboxEffective
+from supervisor.sandbox import SandboxPlan, proxy_env, wrap
+from supervisor.sandbox import landlock
+from supervisor.sandbox.bwrap import bridge_argv
+
+__all__ = ["Confined", "confine"]
+
+
+class Confined(msgspec.Struct, kw_only=True, frozen=True):
+    """A launch as confined: run ``argv`` with ``env`` (``None`` removes a variable), calling
+    ``preexec`` in the child before the exec when it is set."""
+
+    argv: list[str]
+    env: dict[str, str | None]
+    preexec: Callable[[], None] | None = None
+
+
+def confine(argv: list[str], env: dict[str, str], plan: SandboxPlan, effective: SandboxEffective) -> Confined:
+    """``argv`` with ``env`` confined by ``plan`` through ``effective``; raises
+    ``landlock.LandlockError`` when the kernel refuses the ruleset."""
+    if effective == "bwrap":
+        wrapped, new_env = wrap(argv, env, plan)
+        return Confined(argv=wrapped, env=new_env)
+    if effective == "landlock":
+        changed: dict[str, str | None] = {**env, **plan.env}
+        if plan.tmp_dir is not None:
+            changed["TMPDIR"] = str(plan.tmp_dir)
+        inner = list(argv)
+        if plan.net == "model" and plan.proxy_socket is not None:
+            inner = bridge_argv(str(plan.proxy_socket), plan.proxy_port, inner)
+            changed.update(proxy_env(plan.proxy_port))
+        return Confined(argv=inner, env=changed, preexec=landlock.preexec_hook(plan))
+    return Confined(argv=list(argv), env=dict(env))

@@ -1,0 +1,66 @@
+"""A session's ``SandboxPlan``, from its request, its launch and its settings.
+
+Writable: the cwd (a worktree session's whole worktree, with git's rules: ``gitrules``), the
+session's own directory under the state directory (its harness files, the native agent's
+store), the harness's own state (``profiles``), ``extra_rw``. Masked (emptied, then the binds
+put the session's own parts back): corral's state directory and the worktrees root, so neither
+the token nor another session's worktree or log is visible. Read-only even under ``/tmp`` (which
+is private): the programs the launch runs (its argv's existing paths, ``PYTHONPATH``, the
+interpreter and corral's installation). Hidden: ``deny_read``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from actors.harness import HarnessRequest, Launch
+from actors.sandboxing.gitrules import git_rules
+from actors.sandboxing.profiles import state_paths
+from protocol.sandbox import SandboxInfo
+from supervisor.sandbox import SandboxPlan, void_file
+
+__all__ = ["build_plan"]
+
+_CORRAL = Path(__file__).resolve().parents[2]  # the directory holding protocol/, supervisor/, actors/
+
+
+def build_plan(request: HarnessRequest, launch: Launch, info: SandboxInfo, *, harness: str,
+               masks: Iterable[str] = (),
+               session_dir: str | None = None, proxy_socket: str | None = None) -> SandboxPlan:
+    """The plan for ``launch`` of ``request``. Blocking (``git``, ``stat``s): run it in a thread."""
+    env: Mapping[str, str] = {**os.environ, **launch.env}
+    rules = git_rules(launch.cwd)
+    cwd = Path(launch.cwd)
+    root = rules.top if rules.top is not None and rules.writable else cwd
+    own = [Path(session_dir)] if session_dir else [Path(request.work_dir).parent]
+    writable = _unique([root, *rules.writable, *own, *state_paths(harness, env),
+                        *(Path(p) for p in info.extra_rw)])
+    private_tmp = Path(request.work_dir).parent / "tmp"
+    private_tmp.mkdir(mode=0o700, exist_ok=True)
+    void_dir = Path(request.state_dir or request.work_dir) / "sandbox"
+    return SandboxPlan(
+        cwd=cwd, writable=tuple(writable), protected=rules.protected,
+        masked=tuple(_unique(Path(m) for m in masks)),
+        read_only=tuple(_unique([*_runtime(launch, env), *rules.readable])),
+        hidden=tuple(_unique(Path(p) for p in info.deny_read)),
+        tmp_dir=private_tmp, net=info.net,
+        proxy_socket=Path(proxy_socket) if proxy_socket else None,
+        void=void_file(void_dir))
+
+
+def _runtime(launch: Launch, env: Mapping[str, str]) -> list[Path]:
+    """What the launch must be able to read wherever it lives: its programs and files named on
+    the command line, the interpreter, corral itself, ``PYTHONPATH``."""
+    found: list[Path] = [_CORRAL, Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent]
+    for item in [*launch.argv, *env.get("PYTHONPATH", "").split(os.pathsep)]:
+        if item.startswith("/") and os.path.exists(item):
+            real = Path(os.path.realpath(item))
+            found.append(real if real.is_dir() else real.parent)
+    return found
+
+
+def _unique(paths: Iterable[Path]) -> list[Path]:
+    return list(dict.fromkeys(Path(os.path.realpath(p)) for p in paths))

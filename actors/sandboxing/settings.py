@@ -1,0 +1,83 @@
+"""A session's sandbox settings: ``options.sandbox`` over ``[sandbox]``, checked against this machine.
+
+``resolve`` decodes ``options.sandbox`` (``bad_request`` naming the field when malformed) and
+merges it over the config; ``mode = "off"`` resolves to ``None`` (the session is unconfined).
+``check`` asks ``supervisor.sandbox.available`` which backend the mode gets here and raises
+``sandbox_unavailable`` with the reason when none: never a session that runs unconfined.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import msgspec
+
+from actors.sandboxing.config import SandboxConfig
+from protocol.errors import BadRequest, SandboxUnavailable
+from protocol.sandbox import SandboxInfo, SandboxOptions
+from supervisor.sandbox import Unavailable, available
+
+__all__ = ["check", "requested", "resolve"]
+
+
+def requested(options: dict[str, Any]) -> SandboxOptions:
+    """``options.sandbox`` decoded; a string is Codex's own ``sandbox`` option (not ours)."""
+    raw = options.get("sandbox")
+    if raw is None or isinstance(raw, str):
+        return SandboxOptions()
+    try:
+        return msgspec.convert(raw, SandboxOptions)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"options.sandbox: {exc}", data={"field": "options.sandbox"}) from None
+
+
+def resolve(options: dict[str, Any], config: SandboxConfig) -> SandboxInfo | None:
+    """The session's sandbox as asked (``effective`` still to be checked: see ``check``), or
+    ``None`` for an unconfined session."""
+    asked = requested(options)
+    mode = asked.mode or config.mode
+    if mode == "off":
+        return None
+    for host in asked.allow_hosts or []:
+        _check_host(host)
+    deny = [*config.deny_read, *(asked.deny_read or [])]
+    return SandboxInfo(
+        mode=mode, effective="bwrap" if mode == "bwrap" else "landlock" if mode == "landlock" else "off",
+        net=asked.net or config.net,
+        allow_hosts=_unique([*config.allow_hosts, *(asked.allow_hosts or [])]),
+        extra_rw=_unique([_absolute(p, "extra_rw") for p in [*config.extra_rw, *(asked.extra_rw or [])]]),
+        deny_read=_unique([_absolute(p, "deny_read") for p in deny]))
+
+
+def check(info: SandboxInfo, config: SandboxConfig, *, proxy: bool, path: str | None = None) -> SandboxInfo:
+    """``info`` with ``effective`` set to the backend its mode gets here; ``SandboxUnavailable``
+    when none can honour it (or ``net = "model"`` has no proxy to go through). Blocking: it may
+    run ``bwrap`` once (cached)."""
+    if info.net == "model" and not proxy:
+        raise SandboxUnavailable("net = 'model' needs the daemon's network proxy, which is not running",
+                                 data={"mode": info.mode, "net": info.net})
+    found = available(info.mode, net=info.net, landlock_enabled=config.landlock, path=path)
+    if isinstance(found, Unavailable) or found == "off":
+        raise SandboxUnavailable(f"sandbox mode {info.mode!r} is unavailable here: {found}",
+                                 data={"mode": info.mode, "net": info.net})
+    return msgspec.structs.replace(info, effective=found)
+
+
+def _absolute(path: str, field: str) -> str:
+    expanded = os.path.expanduser(path)
+    if not os.path.isabs(expanded):
+        raise BadRequest(f"options.sandbox.{field}: {path!r} is not an absolute path",
+                         data={"field": f"options.sandbox.{field}"})
+    return os.path.normpath(expanded)
+
+
+def _check_host(item: str) -> None:
+    host, _, port = item.rpartition(":") if item.count(":") == 1 else (item, "", "")
+    if not host or (port and not (port.isdigit() and 0 < int(port) < 65536)) or "/" in item:
+        raise BadRequest(f"options.sandbox.allow_hosts: {item!r} is not HOST or HOST:PORT",
+                         data={"field": "options.sandbox.allow_hosts"})
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,105 @@
+"""``supervisor.sandbox.wrap`` against the real bubblewrap, as root and as an unprivileged user.
+
+As root, bubblewrap without a user namespace would leave every capability: these show that
+inside ``CapEff`` is 0, ``/etc`` cannot be written and ``/`` cannot be remounted read-write;
+that a writable directory under ``/tmp`` stays visible behind the private ``/tmp`` (mount
+order); that a hidden file or directory cannot be read even when it lies inside the writable
+cwd; and the same as a user made for the test (``useradd`` + ``setpriv``) where the machine
+allows it.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from supervisor.sandbox import SandboxPlan, void_file, wrap
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+
+
+def _run(plan: SandboxPlan, script: str, *, user: str | None = None) -> subprocess.CompletedProcess[str]:
+    argv, env = wrap(["/bin/sh", "-c", script], {}, plan)
+    if user is not None:
+        argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *argv]
+    merged = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=merged, check=False)
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> tuple[Path, SandboxPlan]:
+    work = tmp_path / "work"
+    (work / ".env").mkdir(parents=True)
+    (work / ".env" / "key").write_text("s3cr3t")
+    (work / "token").write_text("t0ken")
+    plan = SandboxPlan(cwd=work, writable=(work,), hidden=(work / ".env", work / "token"),
+                       void=void_file(tmp_path / "void"))
+    return work, plan
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root case")
+def test_root_inside_has_no_capabilities_and_cannot_write_etc_or_remount(box: tuple[Path, SandboxPlan]) -> None:
+    _, plan = box
+    done = _run(plan, "grep CapEff /proc/self/status; id -u; "
+                      "touch /etc/corral-escape && echo WROTE; "
+                      "mount -o remount,rw / && echo REMOUNTED; "
+                      "mount -t tmpfs none /etc && echo MOUNTED; true")
+    assert "CapEff:\t0000000000000000" in done.stdout, done
+    assert "WROTE" not in done.stdout and "REMOUNTED" not in done.stdout and "MOUNTED" not in done.stdout
+    assert "Read-only file system" in done.stderr
+    assert not os.path.exists("/etc/corral-escape")
+
+
+def test_a_writable_dir_under_tmp_survives_the_private_tmp_and_hidden_paths_win(
+        box: tuple[Path, SandboxPlan]) -> None:
+    work, plan = box
+    assert str(work).startswith("/tmp/")  # pytest's tmp_path: the mount-order case itself
+    done = _run(plan, "echo in > made && cat made; ls -a /tmp | wc -l; cat .env/key; cat token; "
+                      "echo x > .env/new; echo x > token; true")
+    assert done.stdout.splitlines()[0] == "in", done
+    assert (work / "made").read_text() == "in\n"
+    assert "s3cr3t" not in done.stdout and "t0ken" not in done.stdout
+    assert (work / "token").read_text() == "t0ken" and not (work / ".env" / "new").exists()
+
+
+@pytest.fixture
+def user() -> Iterator[str]:
+    """An unprivileged user made for the test (removed after it); skips where that cannot be."""
+    if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("setpriv") is None:
+        pytest.skip("needs root, useradd and setpriv to run as a fresh unprivileged user")
+    name = f"cbx{os.getpid() % 100000}"
+    made = subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name],
+                          capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"useradd failed: {made.stderr.strip()}")
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], capture_output=True, check=False)
+
+
+def test_as_an_unprivileged_user_only_the_cwd_is_writable(user: str) -> None:
+    uid = pwd.getpwnam(user).pw_uid
+    base = Path(tempfile.mkdtemp(prefix="corral-bwrap-user-", dir="/var/tmp"))
+    try:
+        work, other = base / "work", base / "other"
+        for path in (work, other):
+            path.mkdir()
+            os.chown(path, uid, uid)
+        base.chmod(0o755)
+        plan = SandboxPlan(cwd=work, writable=(work,))
+        done = _run(plan, f"id -u; grep CapEff /proc/self/status; echo in > made; cat made; "
+                          f"echo no > {other}/x; true", user=user)
+        assert done.stdout.splitlines()[0] == str(uid), done
+        assert "CapEff:\t0000000000000000" in done.stdout
+        assert (work / "made").read_text() == "in\n"
+        assert not (other / "x").exists() and "Read-only file system" in done.stderr
+    finally:
+        shutil.rmtree(base)
