@@ -26,6 +26,7 @@ caller. Items are what ``supervisor.sandbox.allowlist.Allowlist.parse`` reads.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -58,7 +59,7 @@ VENDOR_HOSTS: Mapping[str, tuple[str, ...]] = {
 _NATIVE = {"openai": _OPENAI, "openai-chat": _OPENAI, "anthropic": _ANTHROPIC, "gemini": _GOOGLE,
            "google": _GOOGLE}
 
-_ENV = {
+_ENV: Mapping[str, tuple[str, ...]] = {
     "claude": ("ANTHROPIC_BASE_URL",),
     "claude-acp": ("ANTHROPIC_BASE_URL",),
     "codex": ("OPENAI_BASE_URL",),
@@ -104,7 +105,7 @@ def _urls(harness: str, options: Mapping[str, Any], env: Mapping[str, str], argv
 def _codex_overrides(argv: Sequence[str]) -> list[str]:
     """``-c KEY=VALUE`` (or ``--config``) pairs whose KEY ends in ``base_url``; VALUE is TOML."""
     urls = []
-    for flag, value in zip(argv, argv[1:], strict=False):
+    for flag, value in itertools.pairwise(argv):
         if flag not in ("-c", "--config") or "=" not in value:
             continue
         key, _, raw = value.partition("=")

@@ -16,7 +16,7 @@ import msgspec
 from actors.sandboxing.config import SandboxConfig
 from protocol.errors import BadRequest, SandboxUnavailable
 from protocol.sandbox import SandboxInfo, SandboxOptions
-from supervisor.sandbox import Unavailable, available
+from supervisor.sandbox.available import Unavailable, available
 
 __all__ = ["check", "requested", "resolve"]
 
@@ -50,13 +50,10 @@ def resolve(options: dict[str, Any], config: SandboxConfig) -> SandboxInfo | Non
         deny_read=_unique([_absolute(p, "deny_read") for p in deny]))
 
 
-def check(info: SandboxInfo, config: SandboxConfig, *, proxy: bool, path: str | None = None) -> SandboxInfo:
+def check(info: SandboxInfo, config: SandboxConfig, *, path: str | None = None) -> SandboxInfo:
     """``info`` with ``effective`` set to the backend its mode gets here; ``SandboxUnavailable``
-    when none can honour it (or ``net = "model"`` has no proxy to go through). Blocking: it may
-    run ``bwrap`` once (cached)."""
-    if info.net == "model" and not proxy:
-        raise SandboxUnavailable("net = 'model' needs the daemon's network proxy, which is not running",
-                                 data={"mode": info.mode, "net": info.net})
+    when none can honour it (``net = "model"`` always can: each such session runs its own proxy,
+    ``actors.sandboxing.netproxy``). Blocking: it may run ``bwrap`` once (cached)."""
     found = available(info.mode, net=info.net, landlock_enabled=config.landlock, path=path)
     if isinstance(found, Unavailable) or found == "off":
         raise SandboxUnavailable(f"sandbox mode {info.mode!r} is unavailable here: {found}",

@@ -91,8 +91,6 @@ class SessionTable:
         self._locks: dict[str, trio.Lock] = {}
         self.sandbox_masks: list[str] = [str(state_dir)]
         """What a sandboxed session must not see but for its own parts (``HarnessRequest``)."""
-        self.proxy_socket: str | None = None
-        """The daemon's network proxy for sandboxes with ``net = "model"`` (None: none runs)."""
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
         """The root's ``sessions`` child: a ``simple_one_for_one`` supervisor of session actors.
@@ -158,7 +156,7 @@ class SessionTable:
         options = {**default_options, **(request.options or {})}
         sandbox = await self._sandbox(resolve(options, self.config.sandbox), driver)
         harness_request = HarnessRequest(
-            sandbox=sandbox, sandbox_masks=self.sandbox_masks, proxy_socket=self.proxy_socket,
+            sandbox=sandbox, sandbox_masks=self.sandbox_masks,
             session_id=session_id, cwd=request.cwd, model=request.model,
             permissions=request.permissions or Permissions(), env={**default_env, **(request.env or {})},
             mcp_servers=list(request.mcp_servers or []), options=options,
@@ -244,7 +242,7 @@ class SessionTable:
         env = {**default_env, **(request.env or {})}
         sandbox = await self._sandbox(meta.sandbox, driver)
         harness_request = HarnessRequest(
-            sandbox=sandbox, sandbox_masks=self.sandbox_masks, proxy_socket=self.proxy_socket,
+            sandbox=sandbox, sandbox_masks=self.sandbox_masks,
             session_id=session_id, cwd=meta.cwd, model=meta.model, permissions=meta.permissions,
             env=env, options=options, mcp_servers=[_stored_server(m, env) for m in meta.mcp_servers],
             resume=meta.vendor_session_id,
@@ -329,7 +327,7 @@ class SessionTable:
                                      data={"harness": driver.name})
         config = self.config.sandbox
         return await trio.to_thread.run_sync(functools.partial(
-            check, info, config, proxy=self.proxy_socket is not None))
+            check, info, config))
 
     async def _check_available(self, driver: Driver, options: dict[str, Any]) -> None:
         """``harness_unavailable`` for a missing binary (``options.binary`` or the detected one)

@@ -30,6 +30,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 
 __all__ = ["main"]
 
@@ -100,7 +101,8 @@ def _die_with_parent() -> None:
     _prctl = libc.prctl
 
 
-_prctl = None
+_prctl: Callable[..., int] | None = None
+"""libc's ``prctl``, once ``_die_with_parent`` loaded it (the forked program calls it too)."""
 
 
 def _exec(program: list[str]) -> None:
