@@ -1,0 +1,146 @@
+"""The sandbox's network with real vendor CLIs under real bubblewrap, offline.
+
+Claude Code and Codex run sandboxed with ``net = "model"`` (bubblewrap: a network namespace of
+their own, the bridge on ``127.0.0.1:3128`` inside, the session's proxy outside) against the fake
+model servers of this test process on 127.0.0.1. Each completes a tool turn, so every model
+request went through the proxy (nothing else leads out of the namespace); the tool command then
+tries another local port, through the proxy (refused: ``403``, logged as a ``sandbox`` event)
+and directly (refused by the empty namespace, and the port saw no connection at all).
+
+Skipped when a CLI is not installed, unless ``CI`` is set (then it fails), and without a
+bubblewrap that can make a sandbox here.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from supervisor.sandbox.available import bwrap_problem
+from tests.fakes.anthropic_server import FakeAnthropic, bash, text
+from tests.fakes.claude_offline import INSTALL_HINT as CLAUDE_HINT, OFFLINE_ENV, claude_binary
+from tests.fakes.codex_offline import INSTALL_HINT as CODEX_HINT, KEY_ENV, codex_binary, offline_args
+from tests.fakes.openai_server import Exec, FakeOpenAI, Text
+
+from .vendor_rig import Frame, daemon_session, is_kind, of
+
+pytestmark = [pytest.mark.vendor, pytest.mark.skipif(
+    bwrap_problem() is not None and not os.environ.get("CI"), reason=f"no bubblewrap: {bwrap_problem()}")]
+
+TIMEOUT = 90
+SANDBOX = {"mode": "bwrap", "net": "model"}
+
+
+class Other:
+    """A TCP server on 127.0.0.1 that no sandboxed program may reach: it counts connections."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.connections = 0
+
+    async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started(self.port)
+        await trio.serve_listeners(self._one, listeners)
+
+    async def _one(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
+        await stream.aclose()
+
+
+def probe(port: int) -> str:
+    """A shell command that tries ``port`` through the proxy variables (urllib honours them) and
+    directly, and prints what each attempt met."""
+    script = textwrap.dedent(f"""
+        import socket, urllib.request
+        try:
+            urllib.request.urlopen("http://127.0.0.1:{port}/", timeout=10)
+            print("proxied: reached")
+        except Exception as exc:
+            print("proxied:", getattr(exc, "code", exc))
+        try:
+            socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+            print("direct: reached")
+        except OSError as exc:
+            print("direct:", exc.errno)
+    """).strip()
+    return f"python3 -c '{script}'"
+
+
+def _said_by_tool(events: list[Frame]) -> str:
+    (done,) = [t for t in of(events, "tool") if t["phase"] == "completed"]
+    return str(done["output"])
+
+
+@asynccontextmanager
+async def _servers(model: Any) -> AsyncIterator[tuple[int, Other]]:
+    other = Other()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(model.serve)
+        await nursery.start(other.serve)
+        yield port, other
+        nursery.cancel_scope.cancel()
+
+
+def _check_refusal(events: list[Frame], output: str, other: Other, info: Frame) -> None:
+    assert "proxied: 403" in output and "direct: 111" in output, output
+    assert of(events, "sandbox") == [
+        {"type": "sandbox", "kind": "network", "host": "127.0.0.1", "port": other.port, "decision": "denied"}]
+    assert other.connections == 0
+    assert info["sandbox"]["effective"] == "bwrap" and info["sandbox"]["net"] == "model"
+    (result,) = of(events, "result")
+    assert (result["stop_reason"], result["is_error"]) == ("end_turn", False)
+
+
+async def test_claude_code_reaches_only_its_model(tmp_path: Path) -> None:
+    binary = claude_binary()
+    if binary is None:
+        pytest.skip(f"Claude Code is not installed ({CLAUDE_HINT})") if not os.environ.get("CI") else \
+            pytest.fail(f"CI is set but Claude Code is not installed ({CLAUDE_HINT})")
+    for name in ("work", "home"):
+        (tmp_path / name).mkdir()
+    server = FakeAnthropic([])
+    with trio.fail_after(TIMEOUT):
+        async with _servers(server) as (port, other):
+            server.add(bash(probe(other.port)), text("Probed."))
+            params = {
+                "harness": "claude", "cwd": str(tmp_path / "work"),
+                "options": {"binary": binary, "home": str(tmp_path / "home" / ".claude"), "sandbox": SANDBOX},
+                "env": {**OFFLINE_ENV, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+                        "ANTHROPIC_API_KEY": "test-key", "HOME": str(tmp_path / "home")},
+                "permissions": {"mode": "ask", "allow_tools": ["Bash"]}}
+            async with daemon_session(tmp_path / "state", params, timeout=TIMEOUT,
+                                      ready=is_kind("status", state="idle")) as rig:
+                events = await rig.turn("probe the other port")
+                _check_refusal(events, _said_by_tool(events), other, await rig.info())
+
+
+async def test_codex_reaches_only_its_model(tmp_path: Path) -> None:
+    binary = codex_binary()
+    if binary is None:
+        pytest.skip(f"codex is not installed ({CODEX_HINT})") if not os.environ.get("CI") else \
+            pytest.fail(f"CI is set but codex is not installed ({CODEX_HINT})")
+    for name in ("work", "home", "codex_home"):
+        (tmp_path / name).mkdir()
+    server = FakeOpenAI([])
+    with trio.fail_after(TIMEOUT):
+        async with _servers(server) as (port, other):
+            server.add(Exec(cmd=probe(other.port), call_id="call_probe"), Text(text="Probed."))
+            params = {
+                "harness": "codex", "cwd": str(tmp_path / "work"), "model": "gpt-5.5",
+                "options": {"binary": binary, "home": str(tmp_path / "codex_home"),
+                            "extra_args": offline_args(port), "sandbox": SANDBOX},
+                "env": {KEY_ENV: "test-key", "HOME": str(tmp_path / "home")},
+                "permissions": {"mode": "auto"}}
+            async with daemon_session(tmp_path / "state", params, timeout=TIMEOUT,
+                                      ready=is_kind("init")) as rig:
+                events = await rig.turn("probe the other port")
+                _check_refusal(events, _said_by_tool(events), other, await rig.info())
