@@ -46,8 +46,8 @@ def wrap(argv: Sequence[str], env: Mapping[str, str | None], plan: SandboxPlan,
     Pure but for ``stat``s of the plan's paths.
     """
     program = bwrap or shutil.which("bwrap") or "bwrap"
-    args = [program, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    args = [program, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+            "--new-session", "--cap-drop", "ALL"]
     if plan.net != "on":
         args.append("--unshare-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]

@@ -10,7 +10,8 @@ Policy mapping (``thread/start`` ``approvalPolicy``/``sandbox``), approvals rout
   unasked, escalations ask; any edit approval Codex still sends is kind ``edit``, which the
   session's policy answers;
 * ``auto`` → ``never`` + ``danger-full-access``; ``inherit`` → nothing (the user's config decides).
-``options.approval_policy`` and ``options.sandbox`` override the mapping verbatim.
+``options.approval_policy`` and ``options.sandbox`` (a string: an object is corral's own
+sandbox) override the mapping verbatim.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def thread_policy(request: HarnessRequest) -> dict[str, Any]:
             policy = {}
     for option, param in (("approval_policy", "approvalPolicy"), ("sandbox", "sandbox")):
         value = request.options.get(option)
+        if option == "sandbox" and isinstance(value, dict):
+            continue  # corral's own sandbox (``actors.sandboxing``), not Codex's
         if value is not None and not isinstance(value, str):
             raise BadRequest(f"options.{option} must be a string")
         if value:

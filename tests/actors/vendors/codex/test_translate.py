@@ -366,3 +366,6 @@ def test_policy_options_override_and_instructions_travel_in_thread_start() -> No
                                "developerInstructions": "Be brief."}
     with pytest.raises(BadRequest):
         thread_policy(request(options={"sandbox": 3}))
+    # an object is corral's own sandbox (actors.sandboxing): Codex keeps the mapped policy
+    boxed = thread_policy(request(options={"sandbox": {"mode": "bwrap"}}))
+    assert boxed == {"approvalPolicy": "untrusted", "sandbox": "workspace-write", "approvalsReviewer": "user"}
