@@ -1,7 +1,8 @@
 """The sandbox's network with real vendor CLIs under real bubblewrap, offline.
 
 Claude Code and Codex run sandboxed with ``net = "model"`` (bubblewrap: a network namespace of
-their own, the bridge on ``127.0.0.1:3128`` inside, the session's proxy outside) against the fake
+their own, the bridge on ``127.0.0.1:3128`` inside, the session's proxy outside; Claude under
+Landlock too: the proxy's own loopback port, the one its TCP rules allow) against the fake
 model servers of this test process on 127.0.0.1. Each completes a tool turn, so every model
 request went through the proxy (nothing else leads out of the namespace); the tool command then
 tries another local port, through the proxy (refused: ``403``, logged as a ``sandbox`` event)
@@ -90,37 +91,46 @@ async def _servers(model: Any) -> AsyncIterator[tuple[int, Other]]:
         nursery.cancel_scope.cancel()
 
 
-def _check_refusal(events: list[Frame], output: str, other: Other, info: Frame) -> None:
-    assert "proxied: 403" in output and "direct: 111" in output, output
+_DIRECT = {"bwrap": "direct: 111", "landlock": "direct: 13"}
+"""What a direct connection meets: nothing listens in bubblewrap's empty namespace
+(``ECONNREFUSED``); Landlock's TCP rules refuse any port but the proxy's (``EACCES``)."""
+
+
+def _check_refusal(events: list[Frame], output: str, other: Other, info: Frame, mode: str = "bwrap") -> None:
+    assert "proxied: 403" in output and _DIRECT[mode] in output, output
     assert of(events, "sandbox") == [
         {"type": "sandbox", "kind": "network", "host": "127.0.0.1", "port": other.port, "decision": "denied"}]
     assert other.connections == 0
-    assert info["sandbox"]["effective"] == "bwrap" and info["sandbox"]["net"] == "model"
+    assert info["sandbox"]["effective"] == mode and info["sandbox"]["net"] == "model"
     (result,) = of(events, "result")
     assert (result["stop_reason"], result["is_error"]) == ("end_turn", False)
 
 
-async def test_claude_code_reaches_only_its_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
+async def test_claude_code_reaches_only_its_model(tmp_path: Path, mode: str) -> None:
+    """Under Landlock (no namespace) the proxy listens on a loopback port of its own, the one
+    port the rules let Claude connect to; the proxy variables point straight at it."""
     binary = claude_binary()
     if binary is None:
         pytest.skip(f"Claude Code is not installed ({CLAUDE_HINT})") if not os.environ.get("CI") else \
             pytest.fail(f"CI is set but Claude Code is not installed ({CLAUDE_HINT})")
-    for name in ("work", "home"):
-        (tmp_path / name).mkdir()
+    for name in ("work", "home/.claude"):  # Claude's home exists (Landlock grants only what is there)
+        (tmp_path / name).mkdir(parents=True)
     server = FakeAnthropic([])
     with trio.fail_after(TIMEOUT):
         async with _servers(server) as (port, other):
             server.add(bash(probe(other.port)), text("Probed."))
             params = {
                 "harness": "claude", "cwd": str(tmp_path / "work"),
-                "options": {"binary": binary, "home": str(tmp_path / "home" / ".claude"), "sandbox": SANDBOX},
+                "options": {"binary": binary, "home": str(tmp_path / "home" / ".claude"),
+                            "sandbox": {**SANDBOX, "mode": mode}},
                 "env": {**OFFLINE_ENV, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
                         "ANTHROPIC_API_KEY": "test-key", "HOME": str(tmp_path / "home")},
                 "permissions": {"mode": "ask", "allow_tools": ["Bash"]}}
             async with daemon_session(tmp_path / "state", params, timeout=TIMEOUT,
                                       ready=is_kind("status", state="idle")) as rig:
                 events = await rig.turn("probe the other port")
-                _check_refusal(events, _said_by_tool(events), other, await rig.info())
+                _check_refusal(events, _said_by_tool(events), other, await rig.info(), mode)
 
 
 async def test_codex_reaches_only_its_model(tmp_path: Path) -> None:
