@@ -7,10 +7,10 @@ binds read-only into the sandbox for the bridge, and — under Landlock, which h
 namespace — on a loopback TCP port too, the one port the Landlock rules let the harness connect
 to (the proxy variables point straight at it; no bridge runs). It runs under a one-child
 ``one_for_one`` supervisor in the session actor's nursery, started before the harness's, so the
-first child generation finds it; a restart binds the same socket and port again. Should it
-crash more than ``_INTENSITY`` times in ``_PERIOD`` seconds, the session is told with an
-``error`` event (``sandbox.proxy_failed``, class ``network``) and its harness's connections
-fail from then on (the bridge answers ``502``); the session itself goes on.
+first child generation finds it; a restart binds the same socket and port again. Should it not
+bind at all, or crash more than ``_INTENSITY`` times in ``_PERIOD`` seconds, the session is told
+with an ``error`` event (``sandbox.proxy_failed``, class ``network``) and its harness's
+connections fail from then on (the bridge answers ``502``); the session itself goes on.
 
 The allowlist is the harness's model endpoints (``modelhosts``) plus the session's
 ``allow_hosts``. A refused connection is ``announce``\\d as a ``sandbox`` event.
@@ -95,17 +95,23 @@ class SessionProxy:
             await supervise(SupervisorSpec(intensity=_INTENSITY, period=_PERIOD), [self.server.child_spec()],
                             name=f"{self.session_id} proxy", task_status=task_status)
         except IntensityExceeded as exc:
-            log.warning("session %s: its sandbox proxy gave up: %s", self.session_id, exc)
-            with contextlib.suppress(ActorGone):
-                await self._announce(Error(
-                    code="sandbox.proxy_failed", error_class="network",
-                    message="the sandbox's network proxy failed too often; the harness cannot "
-                            "reach its model until the session is resumed"))
+            await self._failed("it failed too often", exc)
+        except OSError as exc:  # its first bind failed (it had not started): the session goes on
+            task_status.started(None)
+            await self._failed(f"it cannot listen: {exc.strerror or exc}", exc)
 
     def attach(self, request: HarnessRequest) -> HarnessRequest:
         """``request`` pointing at this proxy (``proxy_port``: the TCP port, under Landlock)."""
         return msgspec.structs.replace(
             request, proxy_socket=str(self.server.socket_path), proxy_port=self.server.tcp_port)
+
+    async def _failed(self, why: str, exc: Exception) -> None:
+        log.warning("session %s: its sandbox proxy is down: %s", self.session_id, exc)
+        with contextlib.suppress(ActorGone):
+            await self._announce(Error(
+                code="sandbox.proxy_failed", error_class="network",
+                message=f"the sandbox's network proxy is down ({why}): the harness cannot reach its "
+                        "model until the session is resumed"))
 
     async def _denied(self, host: str, port: int) -> None:
         await self._announce(SandboxEvent(kind="network", host=host, port=port, decision="denied"))
