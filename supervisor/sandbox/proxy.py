@@ -7,7 +7,8 @@ that one port). It takes ``CONNECT host:port`` (tunnels) and absolute-form ``htt
 (forwarded, rewritten to origin-form with ``Connection: close``; ``httphead``), and answers
 ``403`` to a host outside the allowlist and reports that refusal through ``on_denied(host, port)``.
 
-Bounded: a head is at most ``header_limit`` bytes (else ``431``) and must arrive within
+Bounded: at most ``max_connections`` at once (the next waits in the listen backlog); a head is
+at most ``header_limit`` bytes (else ``431``) and must arrive within
 ``head_timeout`` (else ``408``); garbage gets ``400``; an upstream that cannot be reached within
 ``connect_timeout`` gets ``502``/``504``; a tunnel with no byte either way for ``idle_timeout``
 is closed. Each connection is one task in the server's nursery: a crash in one (an error we did
@@ -47,6 +48,8 @@ class ProxyLimits(msgspec.Struct, frozen=True, kw_only=True):
     connect_timeout: float = 10.0
     idle_timeout: float = 900.0
     chunk: int = 64 * 1024
+    max_connections: int = 256
+    """Connections served at once; past it the next waits in the listen backlog."""
 
 
 class ProxyHandle(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +92,7 @@ class ProxyServer:
         self.tcp_port: int | None = 0 if tcp else None
         """``0`` until the first bind picks a port; a restart binds that port again."""
         self._on_denied = on_denied
+        self._slots = trio.Semaphore(self.limits.max_connections)
         self._counts = dict.fromkeys(("accepted", "tunnels", "forwarded", "denied", "bad",
                                       "upstream_failed", "active"), 0)
 
@@ -124,13 +128,18 @@ class ProxyServer:
 
     async def _accept(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
         while True:
+            await self._slots.acquire()
             try:
                 stream = await listener.accept()
             except OSError as exc:  # EMFILE and friends: wait a little, as trio.serve_listeners does
+                self._slots.release()
                 if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS):
                     raise
                 await trio.sleep(0.1)
                 continue
+            except BaseException:
+                self._slots.release()
+                raise
             self._counts["accepted"] += 1
             nursery.start_soon(self._serve, stream)
 
@@ -143,6 +152,7 @@ class ProxyServer:
             pass  # the client went away: nothing to answer
         finally:
             self._counts["active"] -= 1
+            self._slots.release()
 
     async def _handle(self, client: trio.SocketStream) -> None:
         limits = self.limits

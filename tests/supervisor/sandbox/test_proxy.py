@@ -285,3 +285,21 @@ async def test_a_socket_path_longer_than_sockaddr_un_allows_still_binds(tmp_path
         finally:
             os.close(directory)
         nursery.cancel_scope.cancel()
+
+
+async def test_connections_past_the_limit_wait_for_a_free_slot(nursery: trio.Nursery, tmp_path: Path,
+                                                               upstream: Upstream) -> None:
+    proxy = await start_proxy(nursery, tmp_path, [f"127.0.0.1:{upstream.port}"],
+                              limits=ProxyLimits(max_connections=1))
+    head = f"CONNECT 127.0.0.1:{upstream.port} HTTP/1.1\r\n\r\n".encode()
+    with trio.fail_after(10):
+        first = await proxy.connect()
+        await first.send_all(head + b"a")
+        await read_until(first, b"A")
+        second = await proxy.connect()  # connected (the backlog) but not served
+        await second.send_all(head + b"b")
+        await trio.testing.wait_all_tasks_blocked()
+        assert proxy.server.statistics().accepted == 1
+        await first.aclose()  # its slot goes to the second
+        assert (await read_until(second, b"B")).endswith(b"B")
+        await second.aclose()
