@@ -29,7 +29,7 @@ import trio
 
 from actors.harness import Driver, HarnessRequest
 from actors.sandboxing.modelhosts import model_hosts
-from protocol.errors import ActorGone, BadRequest, IntensityExceeded
+from protocol.errors import ActorGone, IntensityExceeded
 from protocol.events import Error, Event, SandboxEvent
 from supervisor.sandbox.allowlist import Allowlist
 from supervisor.sandbox.proxy import ProxyServer
@@ -58,10 +58,7 @@ def allowlist_for(request: HarnessRequest, harness: str, driver: Driver | None) 
             log.debug("no launch to read the model hosts of %s from", harness, exc_info=True)
     hosts = model_hosts(harness, model=request.model, options=request.options, env=env, argv=argv)
     extra = request.sandbox.allow_hosts if request.sandbox is not None else []
-    try:
-        return Allowlist.parse([*hosts, *extra])
-    except BadRequest:  # a host item no URL of ours makes: keep what parses
-        return Allowlist.parse([item for item in [*hosts, *extra] if _parses(item)])
+    return Allowlist.parse([*hosts, *extra])  # allow_hosts were checked at create (settings)
 
 
 class SessionProxy:
@@ -116,10 +113,3 @@ class SessionProxy:
     async def _denied(self, host: str, port: int) -> None:
         await self._announce(SandboxEvent(kind="network", host=host, port=port, decision="denied"))
 
-
-def _parses(item: str) -> bool:
-    try:
-        Allowlist.parse([item])
-    except BadRequest:
-        return False
-    return True

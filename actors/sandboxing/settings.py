@@ -16,6 +16,7 @@ import msgspec
 from actors.sandboxing.config import SandboxConfig
 from protocol.errors import BadRequest, SandboxUnavailable
 from protocol.sandbox import SandboxInfo, SandboxOptions
+from supervisor.sandbox.allowlist import parse_host_port
 from supervisor.sandbox.available import Unavailable, available
 
 __all__ = ["check", "requested", "resolve"]
@@ -39,7 +40,7 @@ def resolve(options: dict[str, Any], config: SandboxConfig) -> SandboxInfo | Non
     mode = asked.mode or config.mode
     if mode == "off":
         return None
-    for host in asked.allow_hosts or []:
+    for host in [*config.allow_hosts, *(asked.allow_hosts or [])]:
         _check_host(host)
     deny = [*config.deny_read, *(asked.deny_read or [])]
     return SandboxInfo(
@@ -70,10 +71,12 @@ def _absolute(path: str, field: str) -> str:
 
 
 def _check_host(item: str) -> None:
-    host, _, port = item.rpartition(":") if item.count(":") == 1 else (item, "", "")
-    if not host or (port and not (port.isdigit() and 0 < int(port) < 65536)) or "/" in item:
+    """The proxy's own parser (``supervisor.sandbox.allowlist``) decides what an item may be."""
+    try:
+        parse_host_port(item)
+    except BadRequest:
         raise BadRequest(f"options.sandbox.allow_hosts: {item!r} is not HOST or HOST:PORT",
-                         data={"field": "options.sandbox.allow_hosts"})
+                         data={"field": "options.sandbox.allow_hosts"}) from None
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 
 from actors.harness import HarnessRequest
+from actors.sandboxing.config import SandboxConfig
+from actors.sandboxing.settings import resolve
 from actors.sandboxing.netproxy import SessionProxy, allowlist_for
+from protocol.errors import BadRequest
 from protocol.events import Error, Event, SandboxEvent
 from protocol.sandbox import SandboxInfo
 
@@ -89,3 +93,13 @@ async def test_a_proxy_that_cannot_listen_is_an_error_event_not_a_failed_session
     (error,) = heard
     assert isinstance(error, Error) and (error.code, error.error_class) == ("sandbox.proxy_failed", "network")
     assert "cannot listen: Is a directory" in error.message
+
+
+def test_allow_hosts_are_checked_at_create_by_the_proxys_own_parser() -> None:
+    good = resolve({"sandbox": {"mode": "bwrap", "allow_hosts": ["[::1]:443", "PyPI.org"]}}, SandboxConfig())
+    assert good is not None and good.allow_hosts == ["[::1]:443", "PyPI.org"]
+    for bad in ("a b", "host:0", "[::1", "user@host", "a:b:c"):
+        with pytest.raises(BadRequest, match="allow_hosts"):
+            resolve({"sandbox": {"mode": "bwrap", "allow_hosts": [bad]}}, SandboxConfig())
+    with pytest.raises(BadRequest, match="allow_hosts"):  # the config's too
+        resolve({"sandbox": {"mode": "bwrap"}}, SandboxConfig(allow_hosts=["bad host"]))
