@@ -26,8 +26,10 @@ import trio
 
 from supervisor.sandbox.available import bwrap_problem
 from tests.fakes.anthropic_server import FakeAnthropic, bash, text
-from tests.fakes.claude_offline import INSTALL_HINT as CLAUDE_HINT, OFFLINE_ENV, claude_binary
-from tests.fakes.codex_offline import INSTALL_HINT as CODEX_HINT, KEY_ENV, codex_binary, offline_args
+from tests.fakes.claude_offline import INSTALL_HINT as CLAUDE_HINT
+from tests.fakes.claude_offline import OFFLINE_ENV, claude_binary
+from tests.fakes.codex_offline import INSTALL_HINT as CODEX_HINT
+from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args
 from tests.fakes.openai_server import Exec, FakeOpenAI, Text
 
 from .vendor_rig import Frame, daemon_session, is_kind, of

@@ -10,8 +10,8 @@ import trio
 
 from actors.harness import HarnessRequest
 from actors.sandboxing.config import SandboxConfig
-from actors.sandboxing.settings import resolve
 from actors.sandboxing.netproxy import SessionProxy, allowlist_for
+from actors.sandboxing.settings import resolve
 from protocol.errors import BadRequest
 from protocol.events import Error, Event, SandboxEvent
 from protocol.sandbox import SandboxInfo

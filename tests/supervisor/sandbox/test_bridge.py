@@ -16,8 +16,8 @@ import pytest
 import trio
 
 from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, wrap
-from supervisor.sandbox.bwrap import bridge_argv
 from supervisor.sandbox.allowlist import Allowlist
+from supervisor.sandbox.bwrap import bridge_argv
 from supervisor.sandbox.plan import NetMode
 from supervisor.sandbox.proxy import ProxyServer
 from tests.supervisor.sandbox.test_proxy import Upstream
