@@ -43,6 +43,7 @@ from typing import Any, Literal, Protocol
 from protocol.base import Data
 from protocol.events import Decision, Event
 from protocol.models import Detection, Features, McpServer, Permissions
+from protocol.native import Confinement
 from protocol.sandbox import SandboxInfo
 
 
@@ -70,6 +71,8 @@ class HarnessRequest(Data, kw_only=True, frozen=True):
     sandbox_masks: list[str] = []
     """Directories a sandboxed child must not see but for its own parts (the state directory,
     the worktrees root)."""
+    confinement: Confinement | None = None
+    """A native session's sandbox plan, which its worker enforces on itself (``protocol.native``)."""
     proxy_socket: str | None = None
     """The session's network proxy (a Unix socket) for ``net = "model"``; None when it runs none
     (``actors.sandboxing.netproxy``)."""

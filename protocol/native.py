@@ -138,6 +138,22 @@ class _Command(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit
     """Base of every daemon → worker frame."""
 
 
+class Confinement(msgspec.Struct, kw_only=True, frozen=True):
+    """A sandboxed native session's confinement (``supervisor.sandbox.SandboxPlan`` as plain
+    strings): the worker enforces it on itself with Landlock as its first act, so its file tools
+    and every tool process it starts are held by the kernel; ``net`` other than ``on`` is also
+    laid on each bash command (the worker itself keeps reaching its model)."""
+
+    cwd: str
+    read_only: list[str] = []
+    writable: list[str] = []
+    protected: list[str] = []
+    masked: list[str] = []
+    hidden: list[str] = []
+    tmp_dir: str | None = None
+    net: Literal["on", "model", "off"] = "on"
+
+
 class Start(_Command, tag="start", kw_only=True, frozen=True):
     """Configure the worker; it answers ``init`` once its session is loaded (or created)."""
 
@@ -166,6 +182,8 @@ class Start(_Command, tag="start", kw_only=True, frozen=True):
     the coding tools alone, and the worker sends no ask."""
     autonomous: Autonomy | None = None
     """Run each prompt as an autonomous run (``actors.native.worker.autonomy``)."""
+    confinement: Confinement | None = None
+    """The session's sandbox (``Confinement``); None: unconfined."""
     compaction: dict[str, Any] = {}
     """``[native.compaction]`` (``actors.native.compaction.CompactionConfig`` field names);
     empty or ``context_tokens = 0``: no compaction."""

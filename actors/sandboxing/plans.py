@@ -19,10 +19,11 @@ from pathlib import Path
 from actors.harness import HarnessRequest, Launch
 from actors.sandboxing.gitrules import git_rules
 from actors.sandboxing.profiles import state_paths
+from protocol.native import Confinement
 from protocol.sandbox import SandboxInfo
 from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, void_file
 
-__all__ = ["build_plan"]
+__all__ = ["build_plan", "confinement_of"]
 
 _CORRAL = Path(__file__).resolve().parents[2]  # the directory holding protocol/, supervisor/, actors/
 
@@ -32,17 +33,16 @@ def build_plan(request: HarnessRequest, launch: Launch, info: SandboxInfo, *, ha
                session_dir: str | None = None, proxy_socket: str | None = None) -> SandboxPlan:
     """The plan for ``launch`` of ``request``. Blocking (``git``, ``stat``s): run it in a thread."""
     env: Mapping[str, str] = {**os.environ, **launch.env}
-    rules = git_rules(launch.cwd)
-    cwd = Path(launch.cwd)
-    root = rules.top if rules.top is not None and rules.writable else cwd
+    rules = git_rules(request.cwd)  # the session's cwd (a native worker starts elsewhere)
+    session_cwd = Path(request.cwd)
+    root = rules.top if rules.top is not None and rules.writable else session_cwd
     own = [Path(session_dir)] if session_dir else [Path(request.work_dir).parent]
     writable = _unique([root, *rules.writable, *own, *state_paths(harness, env),
                         *(Path(p) for p in info.extra_rw)])
-    private_tmp = Path(request.work_dir).parent / "tmp"
-    private_tmp.mkdir(mode=0o700, exist_ok=True)
+    private_tmp = Path(request.work_dir).parent / "tmp"  # made by whoever enforces the plan
     void_dir = Path(request.state_dir or request.work_dir) / "sandbox"
     return SandboxPlan(
-        cwd=cwd, writable=tuple(writable), protected=rules.protected,
+        cwd=Path(launch.cwd), writable=tuple(writable), protected=rules.protected,
         masked=tuple(_unique(Path(m) for m in masks)),
         read_only=tuple(_unique([*_runtime(launch, env), *rules.readable])),
         hidden=tuple(_unique(Path(p) for p in info.deny_read)),
@@ -50,6 +50,17 @@ def build_plan(request: HarnessRequest, launch: Launch, info: SandboxInfo, *, ha
         proxy_socket=Path(proxy_socket) if proxy_socket else None,
         proxy_port=request.proxy_port or BRIDGE_PORT,
         void=void_file(void_dir))
+
+
+def confinement_of(plan: SandboxPlan) -> Confinement:
+    """``plan`` as the native worker's ``start`` carries it (it confines itself with Landlock)."""
+    def strings(paths: Iterable[Path]) -> list[str]:
+        return [str(path) for path in paths]
+
+    return Confinement(cwd=str(plan.cwd), read_only=strings(plan.read_only), writable=strings(plan.writable),
+                       protected=strings(plan.protected), masked=strings(plan.masked),
+                       hidden=strings(plan.hidden), tmp_dir=str(plan.tmp_dir) if plan.tmp_dir else None,
+                       net=plan.net)
 
 
 def _runtime(launch: Launch, env: Mapping[str, str]) -> list[Path]:

@@ -168,7 +168,7 @@ class Harness:
                 launch = self.driver.launch(request)
                 env: dict[str, str | None] = dict(launch.env)
                 spawner = self._spawn
-                if request.sandbox is not None:
+                if request.sandbox is not None and request.confinement is None:  # (native: itself)
                     confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
                     launch = msgspec.structs.replace(launch, argv=confined.argv)
                     env = confined.env
@@ -286,6 +286,8 @@ def _confine(launch: Launch, request: HarnessRequest, harness: str) -> Confined:
         raise ValueError("no sandbox to confine the launch in")
     plan = build_plan(request, launch, sandbox, harness=harness, masks=request.sandbox_masks,
                       proxy_socket=request.proxy_socket)
+    if plan.tmp_dir is not None:
+        plan.tmp_dir.mkdir(mode=0o700, exist_ok=True)
     return confine(list(launch.argv), dict(launch.env), plan, sandbox.effective)
 
 

@@ -32,6 +32,7 @@ import msgspec
 import trio
 
 from actors.harness import Driver, HarnessRequest
+from actors.sandboxing.plans import build_plan, confinement_of
 from actors.sandboxing.settings import check, resolve
 from actors.session.deps import SessionDeps
 from actors.session.drivers import driver_of, load_all
@@ -167,6 +168,7 @@ class SessionTable:
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
+        harness_request = await _confined(driver, harness_request)
         frame_log = open_frame_log(options.get("log_path"), cwd=request.cwd, state_dir=self.state_dir,
                                    session_dir=directory)
         sessions = self.config.sessions
@@ -252,6 +254,7 @@ class SessionTable:
         )
         driver.translator(harness_request)  # validates the options
         await self._check_available(driver, options)
+        harness_request = await _confined(driver, harness_request)
         frame_log = _reopen_frame_log(options.get("log_path"), meta.cwd, self.state_dir, directory)
         sessions = self.config.sessions
         meta = msgspec.structs.replace(meta, state="starting", closed_reason=None)
@@ -323,8 +326,15 @@ class SessionTable:
         if info is None:
             return None
         if getattr(driver, "spawn", None) is not None:
-            raise SandboxUnavailable(f"the {driver.name} harness cannot be sandboxed yet",
-                                     data={"harness": driver.name})
+            # A worker forked by the fork server confines itself, with Landlock (inside which no
+            # bubblewrap can mount); its own model calls need the network.
+            if info.mode == "bwrap" or info.net == "model":
+                raise SandboxUnavailable(
+                    f"the {driver.name} harness is confined with Landlock, with net 'on' or 'off' "
+                    f"(asked: mode {info.mode!r}, net {info.net!r})", data={"harness": driver.name})
+            checked = await trio.to_thread.run_sync(functools.partial(
+                check, msgspec.structs.replace(info, mode="landlock"), self.config.sandbox, proxy=False))
+            return msgspec.structs.replace(checked, mode=info.mode)
         config = self.config.sandbox
         return await trio.to_thread.run_sync(functools.partial(
             check, info, config))
@@ -397,6 +407,18 @@ class SessionTable:
             for name, driver in self.drivers.items():
                 nursery.start_soon(detect, name, driver)
         return [found[name] for name in sorted(found)]
+
+
+async def _confined(driver: Driver, request: HarnessRequest) -> HarnessRequest:
+    """``request`` with its ``confinement`` when it is sandboxed and its driver's children
+    confine themselves (the native workers); other children are confined as they are spawned."""
+    if request.sandbox is None or getattr(driver, "spawn", None) is None:
+        return request
+    sandbox = request.sandbox
+    plan = await trio.to_thread.run_sync(functools.partial(
+        build_plan, request, driver.launch(request), sandbox, harness=driver.name,
+        masks=request.sandbox_masks))
+    return msgspec.structs.replace(request, confinement=confinement_of(plan))
 
 
 def _open_new(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:

@@ -5,7 +5,9 @@ keeps those rights only beneath the paths (and TCP ports) its rules name. So the
 "read-only everywhere but …, hidden …" becomes rules that cover everything else:
 
 * read (and execute) beneath ``/`` — split around each hidden path: ``split(root, hidden)``
-  names every sibling on the way down instead of the root, so the hidden path gets no rule;
+  names every sibling on the way down instead of the root, so the hidden path gets no rule —
+  and listing directories everywhere (a hidden directory's *names* stay listable, its files
+  unreadable; without it no directory on the way to a hidden path could be listed);
 * write beneath the writable paths, the ``tmp_dir`` and ``/dev`` (``/dev/null`` and the
   terminals), split the same way around the hidden and the protected paths;
 * TCP (ABI ≥ 4) when ``net`` is not ``on``: nothing for ``off``; for ``model`` connecting to
@@ -19,7 +21,8 @@ only sets ``no_new_privs`` and enforces it (two system calls after the fork);
 
 Limits (docs/sandbox.md): there is no private ``/tmp`` and no new ``/proc``; UDP and Unix
 sockets are not covered; files created after the rules were made under a split directory are
-not readable; a hidden path is unreadable but its name stays visible in its directory listing.
+not readable; a hidden path is unreadable but its name, and a hidden directory's listing, stay
+visible.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from supervisor.sandbox.plan import SandboxPlan
+from supervisor.sandbox.plan import NetMode, SandboxPlan
 
-__all__ = ["LandlockError", "abi", "preexec_hook", "restrict", "split"]
+__all__ = ["LandlockError", "abi", "net_hook", "preexec_hook", "restrict", "split"]
 
 _SYS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}  # create_ruleset, add_rule, restrict_self
 _CREATE_RULESET_VERSION = 1
@@ -134,6 +137,28 @@ class _Hook:
             self.ruleset = -1
 
 
+def net_hook(net: NetMode, proxy_port: int) -> Callable[[], None]:
+    """A ``preexec_fn`` laying only ``net``'s TCP rules on the child (another Landlock layer
+    over whatever confines the caller already): ``off`` refuses every TCP connect and bind,
+    ``model`` allows ``proxy_port`` alone. Raises ``LandlockError`` (ABI < 4, ``net = "on"``)."""
+    version = abi()
+    if version < 4 or net == "on":
+        raise LandlockError(errno.ENOSYS, f"no TCP rules to lay for net {net!r} (Landlock ABI {version})")
+    attr = _RulesetAttr(handled_access_fs=0, handled_access_net=_NET_BIND_TCP | _NET_CONNECT_TCP)
+    size = ctypes.sizeof(_RulesetAttr) if version >= 6 else 16
+    fd = int(_libc.syscall(_SYS[platform.machine()][0], ctypes.byref(attr), ctypes.c_size_t(size),
+                           ctypes.c_uint32(0)))
+    if fd < 0:
+        _raise("landlock_create_ruleset")
+    if net == "model":
+        try:
+            _add_port(fd, proxy_port, _NET_BIND_TCP | _NET_CONNECT_TCP)
+        except BaseException:
+            os.close(fd)
+            raise
+    return _Hook(fd, _restrict_self_number())
+
+
 def restrict(plan: SandboxPlan) -> None:
     """Confine the calling process (its thread, and everything it starts afterwards) per
     ``plan``. Raises ``LandlockError``; irreversible."""
@@ -175,6 +200,9 @@ def _ruleset(plan: SandboxPlan) -> int:
         _raise("landlock_create_ruleset")
     try:
         hidden = list(plan.hidden)
+        # Listing (names only) everywhere, so the directories on the way to a hidden path can
+        # still be listed (``ls ~``); reading a hidden file's content stays refused.
+        _add_path(fd, Path("/"), _READ_DIR & handled)
         for path in split(Path("/"), [*hidden, *plan.masked]):
             _add_path(fd, path, _READ & handled)
         for top in plan.read_only:

@@ -119,7 +119,7 @@ class NativeTranslator:
             thinking=options.get("thinking") is True, limits=self._limits,
             prices=self._prices, context=self._context, tools=self._tools,
             daemon_tools=self._daemon_tools, autonomous=self._autonomy,
-            compaction=self._compaction))]
+            compaction=self._compaction, confinement=request.confinement))]
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
         """One event from the worker; ``ProtocolError`` for a frame that is not one. An ask

@@ -55,6 +55,7 @@ async def _bash(ws: Workspace, params: BashParams) -> ToolOutcome:
     starting = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(
         lambda: capture, _shell(), "-c", params.command, cwd=ws.root, env=ws.env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=ws.confine,
     ))
     try:
         transport, _ = await asyncio.shield(starting)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .errors import ToolError, ToolErrorCode
@@ -33,6 +33,7 @@ class Workspace:
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
         reads: ReadRecords | None = None,
+        confine: Callable[[], None] | None = None,
     ) -> None:
         self.root = Path(root).resolve(strict=True)
         if not self.root.is_dir():
@@ -40,6 +41,8 @@ class Workspace:
         self.limits = limits if limits is not None else Limits()
         self.env = dict(env) if env is not None else None
         self.reads = reads if reads is not None else ReadRecords()
+        self.confine = confine
+        """A ``preexec_fn`` each bash command gets (a sandbox's TCP rules), or None."""
         self.output_used = 0
         # write/edit run in threads; one at a time so read-check-replace is not interleaved.
         self.mutation_lock = threading.Lock()

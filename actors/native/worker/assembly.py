@@ -42,6 +42,7 @@ from protocol.events import Error, Event, ToolKind, Usage
 from protocol.native import ProviderSettings, Start
 from protocol.native_context import SubagentDef
 
+from .confinement import ConfinementFailed, confine
 from .agent import APP_NAME, USER_ID, AfterEdit, AfterModel, BeforeModel, CodingTool, ModelSlot, build_app
 from .autonomy import INSTRUCTIONS, DoneBox, ReportDone
 from .compactor import Compactor
@@ -108,13 +109,14 @@ async def open_start(start: Start, *, model_factory: ModelFactory,
                      emit: Callable[[Event], None]) -> Opened:
     """Open what ``start`` names (see the module docstring); raises ``StartFailed``."""
     try:
+        shell_confine = confine(start.confinement) if start.confinement is not None else None
         limits = msgspec.convert(start.limits, Limits)
-        workspace = Workspace(start.cwd, limits=limits)
+        workspace = Workspace(start.cwd, limits=limits, confine=shell_confine)
         store = JsonlSessionService(start.store_dir)
         compaction = msgspec.convert(start.compaction, CompactionConfig)
         session_id = await _open_session(store, start, emit)
         llm = model_factory(start.provider)
-    except (msgspec.ValidationError, OSError, StoreCorrupt, ValueError, ModelError) as exc:
+    except (msgspec.ValidationError, OSError, StoreCorrupt, ValueError, ModelError, ConfinementFailed) as exc:
         emit(Error(code="native.launch.start_failed", error_class="launch",
                    message=f"the native worker could not start: {exc}"))
         raise StartFailed(str(exc)) from exc
