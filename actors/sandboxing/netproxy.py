@@ -98,9 +98,13 @@ class SessionProxy:
             await self._failed(f"it cannot listen: {exc.strerror or exc}", exc)
 
     def attach(self, request: HarnessRequest) -> HarnessRequest:
-        """``request`` pointing at this proxy (``proxy_port``: the TCP port, under Landlock)."""
-        return msgspec.structs.replace(
-            request, proxy_socket=str(self.server.socket_path), proxy_port=self.server.tcp_port)
+        """``request`` pointing at this proxy (``proxy_port``: the TCP port, under Landlock; a
+        native worker's ``confinement`` gets it too, for its bash commands)."""
+        confinement = request.confinement
+        if confinement is not None:
+            confinement = msgspec.structs.replace(confinement, proxy_port=self.server.tcp_port)
+        return msgspec.structs.replace(request, proxy_socket=str(self.server.socket_path),
+                                       proxy_port=self.server.tcp_port, confinement=confinement)
 
     async def _failed(self, why: str, exc: Exception) -> None:
         log.warning("session %s: its sandbox proxy is down: %s", self.session_id, exc)

@@ -327,13 +327,14 @@ class SessionTable:
             return None
         if getattr(driver, "spawn", None) is not None:
             # A worker forked by the fork server confines itself, with Landlock (inside which no
-            # bubblewrap can mount); its own model calls need the network.
-            if info.mode == "bwrap" or info.net == "model":
+            # bubblewrap can mount); its own model calls keep the network, its bash commands get
+            # ``net`` (``model``: the session's proxy on its loopback port, netproxy).
+            if info.mode == "bwrap":
                 raise SandboxUnavailable(
-                    f"the {driver.name} harness is confined with Landlock, with net 'on' or 'off' "
-                    f"(asked: mode {info.mode!r}, net {info.net!r})", data={"harness": driver.name})
+                    f"the {driver.name} harness is confined with Landlock (asked: mode {info.mode!r})",
+                    data={"harness": driver.name})
             checked = await trio.to_thread.run_sync(functools.partial(
-                check, msgspec.structs.replace(info, mode="landlock"), self.config.sandbox, proxy=False))
+                check, msgspec.structs.replace(info, mode="landlock"), self.config.sandbox))
             return msgspec.structs.replace(checked, mode=info.mode)
         config = self.config.sandbox
         return await trio.to_thread.run_sync(functools.partial(

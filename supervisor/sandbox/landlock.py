@@ -150,9 +150,9 @@ def net_hook(net: NetMode, proxy_port: int) -> Callable[[], None]:
                            ctypes.c_uint32(0)))
     if fd < 0:
         _raise("landlock_create_ruleset")
-    if net == "model":
+    if net == "model":  # the session's proxy listens there: connect only
         try:
-            _add_port(fd, proxy_port, _NET_BIND_TCP | _NET_CONNECT_TCP)
+            _add_port(fd, proxy_port, _NET_CONNECT_TCP)
         except BaseException:
             os.close(fd)
             raise

@@ -8,6 +8,10 @@ request went through the proxy (nothing else leads out of the namespace); the to
 tries another local port, through the proxy (refused: ``403``, logged as a ``sandbox`` event)
 and directly (refused by the empty namespace, and the port saw no connection at all).
 
+The native agent's worker keeps its own network (it calls its model); its ``bash`` commands get
+the session's proxy under Landlock: an ``allow_hosts`` server answers through it, another port
+is refused (``403``, logged) and a direct connection meets ``EACCES``.
+
 Skipped when a CLI is not installed, unless ``CI`` is set (then it fails), and without a
 bubblewrap that can make a sandbox here.
 """
@@ -24,14 +28,18 @@ from typing import Any
 import pytest
 import trio
 
+from supervisor.sandbox import landlock
 from supervisor.sandbox.available import bwrap_problem
 from tests.fakes.anthropic_server import FakeAnthropic, bash, text
 from tests.fakes.claude_offline import INSTALL_HINT as CLAUDE_HINT
 from tests.fakes.claude_offline import OFFLINE_ENV, claude_binary
 from tests.fakes.codex_offline import INSTALL_HINT as CODEX_HINT
 from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args
+from tests.fakes.model_script import call, say
+from tests.fakes.model_server import FakeModels
 from tests.fakes.openai_server import Exec, FakeOpenAI, Text
 
+from .test_native_e2e import create_params as native_params
 from .vendor_rig import Frame, daemon_session, is_kind, of
 
 pytestmark = [pytest.mark.vendor, pytest.mark.skipif(
@@ -42,11 +50,12 @@ SANDBOX = {"mode": "bwrap", "net": "model"}
 
 
 class Other:
-    """A TCP server on 127.0.0.1 that no sandboxed program may reach: it counts connections."""
+    """A TCP server on 127.0.0.1 that counts connections (and answers ``answer``, if any)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: bytes = b"") -> None:
         self.port = 0
         self.connections = 0
+        self.answer = answer
 
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -56,7 +65,10 @@ class Other:
 
     async def _one(self, stream: trio.SocketStream) -> None:
         self.connections += 1
-        await stream.aclose()
+        async with stream:
+            if self.answer:
+                await stream.receive_some(65536)
+                await stream.send_all(self.answer)
 
 
 def probe(port: int) -> str:
@@ -156,3 +168,27 @@ async def test_codex_reaches_only_its_model(tmp_path: Path) -> None:
                                       ready=is_kind("init")) as rig:
                 events = await rig.turn("probe the other port")
                 _check_refusal(events, _said_by_tool(events), other, await rig.info())
+
+
+async def test_native_bash_reaches_only_allow_hosts_through_the_proxy(tmp_path: Path) -> None:
+    if landlock.abi() < 4:
+        pytest.skip("needs Landlock with TCP rules (ABI 4)")
+    allowed = Other(answer=b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nREACHED")
+    models = FakeModels([])
+    with trio.fail_after(TIMEOUT):
+        async with _servers(models) as (port, other), trio.open_nursery() as nursery:
+            await nursery.start(allowed.serve)
+            fetch = (f"python3 -c \"import urllib.request as u; "
+                     f"print(u.urlopen('http://127.0.0.1:{allowed.port}/', timeout=10).read().decode())\"")
+            models.add(call("bash", command=fetch), say("fetched"), call("bash", command=probe(other.port)),
+                       say("probed"))
+            params = native_params(tmp_path, "openai", port)
+            params["options"] = {**params["options"], "sandbox": {
+                "mode": "auto", "net": "model", "allow_hosts": [f"127.0.0.1:{allowed.port}"]}}
+            async with daemon_session(tmp_path / "state", params, timeout=TIMEOUT, ready=is_kind("init")) as rig:
+                fetched = await rig.turn("fetch")
+                assert _said_by_tool(fetched).startswith("REACHED\n") and allowed.connections == 1
+                assert of(fetched, "sandbox") == []
+                events = await rig.turn("probe the other port")
+                _check_refusal(events, _said_by_tool(events), other, await rig.info(), "landlock")
+            nursery.cancel_scope.cancel()
