@@ -65,12 +65,14 @@ class SessionProxy:
     """The proxy of one session; ``supervise`` is the session's child, ``attach`` fills in a
     child request's ``proxy_socket`` (and, under Landlock, ``proxy_port``)."""
 
-    def __init__(self, session_id: str, socket_path: Path, allowlist: Allowlist, announce: Announce,
-                 *, tcp: bool) -> None:
-        self.session_id = session_id
+    def __init__(self, request: HarnessRequest, harness: str, driver: Driver | None, socket_path: Path,
+                 announce: Announce, *, tcp: bool) -> None:
+        self.session_id = request.session_id
         self._announce = announce
-        self.server = ProxyServer(allowlist, self._denied, socket_path=socket_path, tcp=tcp,
-                                  name=f"{session_id} proxy")
+        self._allowing = (request, harness, driver)
+        self.server = ProxyServer(Allowlist(), self._denied, socket_path=socket_path, tcp=tcp,
+                                  name=f"{self.session_id} proxy")
+        """Its allowlist is filled in by ``supervise`` (it may read Codex's config: a thread)."""
 
     @classmethod
     def for_session(cls, request: HarnessRequest, harness: str, driver: Driver | None,
@@ -80,14 +82,18 @@ class SessionProxy:
         if sandbox is None or sandbox.net != "model":
             return None
         socket_path = Path(request.work_dir).parent / "proxy" / "proxy.sock"
-        return cls(request.session_id, socket_path, allowlist_for(request, harness, driver), announce,
-                   tcp=sandbox.effective == "landlock")
+        return cls(request, harness, driver, socket_path, announce, tcp=sandbox.effective == "landlock")
 
     async def supervise(self, *, task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the proxy's supervisor until cancelled (ready once the proxy listens)."""
         directory = self.server.socket_path.parent if self.server.socket_path else None
-        if directory is not None:
-            await trio.to_thread.run_sync(lambda: directory.mkdir(mode=0o700, exist_ok=True))
+
+        def prepare() -> Allowlist:
+            if directory is not None:
+                directory.mkdir(mode=0o700, exist_ok=True)
+            return allowlist_for(*self._allowing)
+
+        self.server.allowlist = await trio.to_thread.run_sync(prepare)
         try:
             await supervise(SupervisorSpec(intensity=_INTENSITY, period=_PERIOD), [self.server.child_spec()],
                             name=f"{self.session_id} proxy", task_status=task_status)

@@ -53,6 +53,7 @@ async def test_a_child_request_names_the_socket_and_under_landlock_the_port(tmp_
     assert proxy is not None
     async with trio.open_nursery() as nursery:
         await nursery.start(proxy.supervise)
+        assert str(proxy.server.allowlist) == "pypi.org, files.example:8443"  # fake: no model hosts
         attached = proxy.attach(_request(tmp_path, effective="landlock"))
         assert attached.proxy_socket == str(tmp_path / "proxy" / "proxy.sock")
         assert attached.proxy_port == proxy.server.tcp_port and attached.proxy_port
