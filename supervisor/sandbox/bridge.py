@@ -19,23 +19,29 @@ USR1, USR2, WINCH, CONT) are forwarded to that group exactly once, and the bridg
 program's status (a program killed by a signal kills the bridge with the same signal). Both ask
 the kernel for SIGKILL when their parent dies, so neither outlives what started it.
 
-Start-up is on every sandboxed spawn, so this module imports the standard library only (no
-trio, no argparse, nothing of ours) and relays with two threads per connection.
+Start-up is on every sandboxed spawn, so this module imports nothing of ours and, of the
+standard library, the C modules under ``socket``, ``signal`` and ``threading`` (``_socket``,
+``_signal``, ``_thread``: the Python layers above them load ``enum`` and friends, tens of
+milliseconds on a busy machine), plus ``ctypes`` for ``prctl``. It relays with two threads per
+connection.
 """
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # no stub: ``signal`` without its enums
+import _socket
+import _thread
 import os
-import signal
-import socket
 import sys
-import threading
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # ``typing`` and ``collections.abc`` cost start-up time: for mypy only
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["main"]
 
-_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
-              signal.SIGUSR2, signal.SIGWINCH, signal.SIGCONT)
+_FORWARDED = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1,
+              _signal.SIGUSR2, _signal.SIGWINCH, _signal.SIGCONT)
 _CHUNK = 64 * 1024
 _USAGE = "usage: bridge.py --unix SOCKET --port PORT -- PROGRAM [ARG...]"
 _BAD_GATEWAY = (b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: 31\r\n"
@@ -50,8 +56,8 @@ def main(argv: list[str]) -> int:
         print(f"corral bridge: {exc}\n{_USAGE}", file=sys.stderr)
         return 2
     _die_with_parent()
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     try:
         listener.bind(("127.0.0.1", port))
     except OSError as exc:
@@ -66,8 +72,8 @@ def main(argv: list[str]) -> int:
     except OSError:
         pass  # the child already did (or already exec'd): either way the group exists
     for sig in _FORWARDED:
-        signal.signal(sig, lambda signum, frame: _forward(child, signum))
-    threading.Thread(target=_accept, args=(listener, unix), daemon=True).start()
+        _signal.signal(sig, lambda signum, frame: _forward(child, signum))
+    _thread.start_new_thread(_accept, (listener, unix))
     _exit_like(_wait(child))
     return 0  # not reached
 
@@ -95,8 +101,8 @@ def _die_with_parent() -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     parent = os.getppid()
-    if libc.prctl(1, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0) != 0 or os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGKILL)  # our parent is already gone: do not run unowned
+    if libc.prctl(1, ctypes.c_ulong(_signal.SIGKILL), 0, 0, 0) != 0 or os.getppid() != parent:
+        os.kill(os.getpid(), _signal.SIGKILL)  # our parent is already gone: do not run unowned
     global _prctl
     _prctl = libc.prctl
 
@@ -111,9 +117,9 @@ def _exec(program: list[str]) -> None:
     try:
         os.setpgid(0, 0)
         if _prctl is not None:
-            _prctl(1, signal.SIGKILL, 0, 0, 0)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)  # Python ignores them; the program must not inherit that
+            _prctl(1, _signal.SIGKILL, 0, 0, 0)
+        for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
+            _signal.signal(sig, _signal.SIG_DFL)  # Python ignores them; the program must not inherit that
         os.execvp(program[0], program)
     except OSError as exc:
         code = 126 if isinstance(exc, PermissionError) else 127
@@ -144,24 +150,24 @@ def _exit_like(code: int) -> None:
     if code < 0:
         sig = -code
         for forwarded in _FORWARDED:
-            signal.signal(forwarded, signal.SIG_DFL)
-        signal.signal(sig, signal.SIG_DFL)
+            _signal.signal(forwarded, _signal.SIG_DFL)
+        _signal.signal(sig, _signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)  # a signal that does not kill (STOP-like): the shell's convention
     os._exit(code)
 
 
-def _accept(listener: socket.socket, unix: str) -> None:
+def _accept(listener: _socket.socket, unix: str) -> None:
     while True:
         try:
-            client, _ = listener.accept()
+            fd, _ = listener._accept()  # type: ignore[attr-defined]  # what socket.accept calls
         except OSError:
             continue  # EMFILE and friends: the program may retry
-        threading.Thread(target=_relay, args=(client, unix), daemon=True).start()
+        _thread.start_new_thread(_relay, (_socket.socket(fileno=fd), unix))
 
 
-def _relay(client: socket.socket, unix: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _relay(client: _socket.socket, unix: str) -> None:
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(unix)
     except OSError:
@@ -172,26 +178,31 @@ def _relay(client: socket.socket, unix: str) -> None:
         client.close()
         upstream.close()
         return
-    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-    back.start()
-    _pump(client, upstream)
-    back.join()
+    back = _thread.allocate_lock()
+    back.acquire()
+    _thread.start_new_thread(_pump, (upstream, client, back))
+    _pump(client, upstream, None)
+    back.acquire()  # the other direction ended too
     client.close()
     upstream.close()
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    """Copy until EOF, pass the EOF on (half-close); a broken side ends both directions."""
+def _pump(src: _socket.socket, dst: _socket.socket, done: _thread.LockType | None) -> None:
+    """Copy until EOF, pass the EOF on (half-close); a broken side ends both directions.
+    Releases ``done`` at the end, if given."""
     try:
         while data := src.recv(_CHUNK):
             dst.sendall(data)
-        dst.shutdown(socket.SHUT_WR)
+        dst.shutdown(_socket.SHUT_WR)
     except OSError:
         for sock in (src, dst):
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(_socket.SHUT_RDWR)
             except OSError:
                 pass
+    finally:
+        if done is not None:
+            done.release()
 
 
 if __name__ == "__main__":
