@@ -13,8 +13,7 @@ from collections.abc import Callable
 import msgspec
 
 from protocol.sandbox import SandboxEffective
-from supervisor.sandbox import SandboxPlan, proxy_env, wrap
-from supervisor.sandbox import landlock
+from supervisor.sandbox import SandboxPlan, landlock, proxy_env, wrap
 
 __all__ = ["Confined", "confine"]
 

@@ -41,6 +41,6 @@ def state_paths(harness: str, env: Mapping[str, str]) -> list[Path]:
 def _family(harness: str) -> str:
     """``gemini-acp``, ``copilot-acp``, … share their CLI's profile."""
     for name in _DEFAULTS:
-        if harness == name or harness.startswith(f"{name}-") or harness.startswith(f"{name}_"):
+        if harness == name or harness.startswith((f"{name}-", f"{name}_")):
             return name
     return harness

@@ -37,18 +37,18 @@ def resolve(options: dict[str, Any], config: SandboxConfig) -> SandboxInfo | Non
     """The session's sandbox as asked (``effective`` still to be checked: see ``check``), or
     ``None`` for an unconfined session."""
     asked = requested(options)
+    for host in [*config.allow_hosts, *(asked.allow_hosts or [])]:
+        _check_host(host)
+    extra_rw = _unique([_absolute(p, "extra_rw") for p in [*config.extra_rw, *(asked.extra_rw or [])]])
+    deny_read = _unique([_absolute(p, "deny_read") for p in [*config.deny_read, *(asked.deny_read or [])]])
     mode = asked.mode or config.mode
     if mode == "off":
         return None
-    for host in [*config.allow_hosts, *(asked.allow_hosts or [])]:
-        _check_host(host)
-    deny = [*config.deny_read, *(asked.deny_read or [])]
     return SandboxInfo(
         mode=mode, effective="bwrap" if mode == "bwrap" else "landlock" if mode == "landlock" else "off",
         net=asked.net or config.net,
         allow_hosts=_unique([*config.allow_hosts, *(asked.allow_hosts or [])]),
-        extra_rw=_unique([_absolute(p, "extra_rw") for p in [*config.extra_rw, *(asked.extra_rw or [])]]),
-        deny_read=_unique([_absolute(p, "deny_read") for p in deny]))
+        extra_rw=extra_rw, deny_read=deny_read)
 
 
 def check(info: SandboxInfo, config: SandboxConfig, *, path: str | None = None) -> SandboxInfo:

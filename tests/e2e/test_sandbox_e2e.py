@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 import trio
 
+from supervisor.sandbox import landlock
 from tests.actors.workspace.gitrig import git, make_repo
 
 from .daemonproc import REPO, RawClient, raw_client, start_daemon, stop_daemon
@@ -94,7 +96,7 @@ async def test_a_sandboxed_worktree_session_writes_only_its_worktree_and_commits
             for attack in ("git branch -f main HEAD", "git update-ref refs/heads/main HEAD",
                            "git branch -D main", "git tag -f v1 HEAD", "git tag v2",
                            "git push . HEAD:main", "git checkout -q main && git reset -q --hard HEAD~0 && git commit -q --allow-empty -m evil",
-                           f"echo 'exit 0' > $(git rev-parse --git-common-dir)/hooks/pre-commit",
+                           "echo 'exit 0' > $(git rev-parse --git-common-dir)/hooks/pre-commit",
                            "git config user.name evil"):
                 result = await _tool(client, sid, attack)
                 assert result["is_error"], (attack, result)
@@ -159,4 +161,56 @@ async def test_corral_new_sandbox_flags_reach_the_session(tmp_path: Path) -> Non
             inside = await _tool(client, sid, "grep CapEff /proc/self/status; echo x > /etc/corral-escape")
             assert "CapEff:\t0000000000000000" in inside["output"] and inside["is_error"], inside
     finally:
+        await stop_daemon(daemon)
+
+
+async def test_a_resumed_sandboxed_session_is_confined_again(tmp_path: Path) -> None:
+    """The stored settings come back with ``session.resume`` (re-checked), and so does the box."""
+    state = tmp_path / "state"
+    daemon = await start_daemon(state)
+    work = tmp_path / "work"
+    work.mkdir()
+    try:
+        async with raw_client(daemon) as client:
+            created = await client.ok("session.create", harness="fake", cwd=str(work),
+                                      options={"sandbox": {"mode": "landlock", "net": "on"}})
+            sid = created["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            await client.ok("session.close", session_id=sid)
+            await client.events_until(sid, lambda f: f["event"]["type"] == "status"
+                                      and f["event"]["state"] == "closed", timeout=60)
+            closed = (await client.ok("session.get", session_id=sid))["session"]
+            assert closed["sandbox"] == created["session"]["sandbox"]
+            resumed = (await client.ok("session.resume", session_id=sid))["session"]
+            assert resumed["sandbox"]["effective"] == "landlock"
+            inside = await _tool(client, sid, f"echo in > made && echo no > {state}/x")
+            assert inside["is_error"] and (work / "made").exists() and not (state / "x").exists()
+    finally:
+        await stop_daemon(daemon)
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
+async def test_net_off_reaches_no_local_server(tmp_path: Path, mode: str) -> None:
+    """``net = "off"``: a new network namespace (bubblewrap) or Landlock's TCP rules; a server on
+    the host's loopback that this test reaches is not reachable from inside."""
+    if mode == "landlock" and landlock.abi() < 4:
+        pytest.skip("needs Landlock's TCP rules")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    state = tmp_path / "state"
+    daemon = await start_daemon(state)
+    try:
+        async with raw_client(daemon) as client:
+            created = await client.ok("session.create", harness="fake", cwd=str(tmp_path),
+                                      options={"sandbox": {"mode": mode, "net": "off"}})
+            sid = created["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            probe = (f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 5); "
+                     f"print('CONNECTED')\"")
+            inside = await _tool(client, sid, probe)
+            assert inside["is_error"] and "CONNECTED" not in inside["output"], inside
+    finally:
+        listener.close()
         await stop_daemon(daemon)

@@ -46,7 +46,7 @@ async def _sandboxed(tmp: Path, server: FakeModels, sandbox: dict[str, Any]) -> 
 
 
 class _Hello(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         self.send_response(200)
         self.end_headers()
         self.wfile.write(b"REACHED")

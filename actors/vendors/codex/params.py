@@ -11,7 +11,8 @@ Policy mapping (``thread/start`` ``approvalPolicy``/``sandbox``), approvals rout
   session's policy answers;
 * ``auto`` → ``never`` + ``danger-full-access``; ``inherit`` → nothing (the user's config decides).
 ``options.approval_policy`` and ``options.sandbox`` (a string: an object is corral's own
-sandbox) override the mapping verbatim.
+sandbox) override the mapping verbatim. A session in corral's sandbox (``actors.sandboxing``)
+gets ``danger-full-access`` from the mapping: Codex's own sandbox cannot nest inside it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def thread_policy(request: HarnessRequest) -> dict[str, Any]:
             policy = {"approvalPolicy": "never", "sandbox": "danger-full-access"}
         case _:
             policy = {}
+    if request.sandbox is not None and "sandbox" in policy:
+        # corral's sandbox holds Codex's whole process tree; Codex's own (a nested bubblewrap)
+        # cannot set up its user namespace inside it, and would confine nothing more.
+        policy["sandbox"] = "danger-full-access"
     for option, param in (("approval_policy", "approvalPolicy"), ("sandbox", "sandbox")):
         value = request.options.get(option)
         if option == "sandbox" and isinstance(value, dict):

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.sandbox import SandboxPlan
-from supervisor.sandbox import landlock
+from supervisor.sandbox import SandboxPlan, landlock
 
 pytestmark = pytest.mark.skipif(landlock.abi() < 1, reason="needs a kernel with Landlock")
 

@@ -18,6 +18,7 @@ import pytest
 
 from actors.harness import HarnessRequest, Output, Send
 from actors.vendors.codex import CodexTranslator, thread_policy
+from protocol.sandbox import SandboxInfo
 from protocol.errors import BadRequest, ProtocolError, SessionBusy
 from protocol.events import (
     Assistant, Error, Event, Init, Permission, PermissionDecided, Result, Thought, Tool,
@@ -369,3 +370,6 @@ def test_policy_options_override_and_instructions_travel_in_thread_start() -> No
     # an object is corral's own sandbox (actors.sandboxing): Codex keeps the mapped policy
     boxed = thread_policy(request(options={"sandbox": {"mode": "bwrap"}}))
     assert boxed == {"approvalPolicy": "untrusted", "sandbox": "workspace-write", "approvalsReviewer": "user"}
+    # a session in corral's sandbox: Codex's own cannot nest inside it
+    inside = thread_policy(request(sandbox=SandboxInfo(mode="auto", effective="bwrap", net="on")))
+    assert inside == {"approvalPolicy": "untrusted", "sandbox": "danger-full-access", "approvalsReviewer": "user"}
