@@ -11,8 +11,9 @@ Bounded: at most ``max_connections`` at once (the next waits in the listen backl
 at most ``header_limit`` bytes (else ``431``) and must arrive within
 ``head_timeout`` (else ``408``); garbage gets ``400``; an upstream that cannot be reached within
 ``connect_timeout`` gets ``502``/``504``; a tunnel with no byte either way for ``idle_timeout``
-is closed. Each connection is one task in the server's nursery: a crash in one (an error we did
-not map) ends that connection only, never the proxy. The proxy is a supervised child
+is closed. Each connection is one task in the server's nursery; a peer that goes away ends its
+connection only, while an error nobody mapped crashes the proxy, which its supervisor then
+restarts. The proxy is a supervised child
 (``ProxyServer.child_spec``: ``permanent``, short shutdown): a restart binds the same socket path
 and the same TCP port again, because the sandbox's mounts and environment name them.
 """
