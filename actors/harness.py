@@ -74,7 +74,11 @@ class HarnessRequest(Data, kw_only=True, frozen=True):
     confinement: Confinement | None = None
     """A native session's sandbox plan, which its worker enforces on itself (``protocol.native``)."""
     proxy_socket: str | None = None
-    """The daemon's network proxy (a Unix socket) for ``net = "model"``; None when it runs none."""
+    """The session's network proxy (a Unix socket) for ``net = "model"``; None when it runs none
+    (``actors.sandboxing.netproxy``)."""
+    proxy_port: int | None = None
+    """The proxy's loopback TCP port, under Landlock (no network namespace: the harness talks to
+    the proxy directly, and may connect to that port only); None otherwise."""
 
 
 class Launch(Data, kw_only=True, frozen=True):

@@ -230,6 +230,17 @@ class Compaction(Message, tag="compaction", kw_only=True, frozen=True):
     warning: str | None = None
 
 
+class SandboxEvent(Message, tag="sandbox", kw_only=True, frozen=True):
+    """The session's sandbox refused something: today a network connection (``kind:
+    "network"``) to ``host``:``port``, a host outside its allowlist (``net = "model"``), so a
+    user sees what was blocked and can add it to ``allow_hosts``."""
+
+    kind: Literal["network"] = "network"
+    host: str
+    port: int
+    decision: Literal["denied"] = "denied"
+
+
 Event = (
     Init
     | Assistant
@@ -249,10 +260,12 @@ Event = (
     | Workspace
     | Checkpoint
     | Compaction
+    | SandboxEvent
 )
 """Every normalized event kind, discriminated by ``type``."""
 
 EVENT_TYPES: tuple[type[Message], ...] = (
     Init, Assistant, Thought, User, Tool, Permission, PermissionDecided, PermissionsChanged,
     Result, Error, UsageReport, Limits, Status, Restarted, Exit, Workspace, Checkpoint, Compaction,
+    SandboxEvent,
 )

@@ -152,6 +152,9 @@ class Confinement(msgspec.Struct, kw_only=True, frozen=True):
     hidden: list[str] = []
     tmp_dir: str | None = None
     net: Literal["on", "model", "off"] = "on"
+    proxy_port: int | None = None
+    """``net = "model"``: the loopback port of the session's proxy, the one TCP port a bash
+    command may connect to; its proxy variables point there."""
 
 
 class Start(_Command, tag="start", kw_only=True, frozen=True):

@@ -187,6 +187,7 @@ SANS_IO = (
     "supervisor.acp.turns",
     "supervisor.mcpserver.turn",
     "supervisor.placement.policy",
+    "supervisor.sandbox.httphead",
     "supervisor.server.connection_core",
 )
 """The sans-IO cores: every module whose docstring's summary says so, and the wire they share."""

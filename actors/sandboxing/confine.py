@@ -1,7 +1,8 @@
 """Confining one launch: the argv, environment and ``preexec_fn`` that run it in its plan.
 
-``bwrap`` wraps the argv (``supervisor.sandbox.wrap``); ``landlock`` keeps the argv (with the
-bridge in front for ``net = "model"``) and returns a ``preexec_fn`` that enforces the ruleset in
+``bwrap`` wraps the argv (``supervisor.sandbox.wrap``); ``landlock`` keeps the argv (for
+``net = "model"`` the proxy variables name the proxy's own loopback port, the one Landlock lets
+it connect to) and returns a ``preexec_fn`` that enforces the ruleset in
 the child before the exec, with ``TMPDIR`` set to the session's private temporary directory.
 """
 
@@ -13,7 +14,6 @@ import msgspec
 
 from protocol.sandbox import SandboxEffective
 from supervisor.sandbox import SandboxPlan, landlock, proxy_env, wrap
-from supervisor.sandbox.bwrap import bridge_argv
 
 __all__ = ["Confined", "confine"]
 
@@ -37,9 +37,7 @@ def confine(argv: list[str], env: dict[str, str], plan: SandboxPlan, effective: 
         changed: dict[str, str | None] = {**env, **plan.env}
         if plan.tmp_dir is not None:
             changed["TMPDIR"] = str(plan.tmp_dir)
-        inner = list(argv)
-        if plan.net == "model" and plan.proxy_socket is not None:
-            inner = bridge_argv(str(plan.proxy_socket), plan.proxy_port, inner)
+        if plan.net == "model":  # no namespace, no bridge: the proxy listens on proxy_port itself
             changed.update(proxy_env(plan.proxy_port))
-        return Confined(argv=inner, env=changed, preexec=landlock.preexec_hook(plan))
+        return Confined(argv=list(argv), env=changed, preexec=landlock.preexec_hook(plan))
     return Confined(argv=list(argv), env=dict(env))

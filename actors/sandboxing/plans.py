@@ -21,7 +21,7 @@ from actors.sandboxing.gitrules import git_rules
 from actors.sandboxing.profiles import state_paths
 from protocol.native import Confinement
 from protocol.sandbox import SandboxInfo
-from supervisor.sandbox import SandboxPlan, void_file
+from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, void_file
 
 __all__ = ["build_plan", "confinement_of"]
 
@@ -48,6 +48,7 @@ def build_plan(request: HarnessRequest, launch: Launch, info: SandboxInfo, *, ha
         hidden=tuple(_unique(Path(p) for p in info.deny_read)),
         tmp_dir=private_tmp, net=info.net,
         proxy_socket=Path(proxy_socket) if proxy_socket else None,
+        proxy_port=request.proxy_port or BRIDGE_PORT,
         void=void_file(void_dir))
 
 

@@ -16,7 +16,8 @@ import msgspec
 from actors.sandboxing.config import SandboxConfig
 from protocol.errors import BadRequest, SandboxUnavailable
 from protocol.sandbox import SandboxInfo, SandboxOptions
-from supervisor.sandbox import Unavailable, available
+from supervisor.sandbox.allowlist import parse_host_port
+from supervisor.sandbox.available import Unavailable, available
 
 __all__ = ["check", "requested", "resolve"]
 
@@ -36,7 +37,7 @@ def resolve(options: dict[str, Any], config: SandboxConfig) -> SandboxInfo | Non
     """The session's sandbox as asked (``effective`` still to be checked: see ``check``), or
     ``None`` for an unconfined session."""
     asked = requested(options)
-    for host in asked.allow_hosts or []:
+    for host in [*config.allow_hosts, *(asked.allow_hosts or [])]:
         _check_host(host)
     extra_rw = _unique([_absolute(p, "extra_rw") for p in [*config.extra_rw, *(asked.extra_rw or [])]])
     deny_read = _unique([_absolute(p, "deny_read") for p in [*config.deny_read, *(asked.deny_read or [])]])
@@ -50,13 +51,10 @@ def resolve(options: dict[str, Any], config: SandboxConfig) -> SandboxInfo | Non
         extra_rw=extra_rw, deny_read=deny_read)
 
 
-def check(info: SandboxInfo, config: SandboxConfig, *, proxy: bool, path: str | None = None) -> SandboxInfo:
+def check(info: SandboxInfo, config: SandboxConfig, *, path: str | None = None) -> SandboxInfo:
     """``info`` with ``effective`` set to the backend its mode gets here; ``SandboxUnavailable``
-    when none can honour it (or ``net = "model"`` has no proxy to go through). Blocking: it may
-    run ``bwrap`` once (cached)."""
-    if info.net == "model" and not proxy:
-        raise SandboxUnavailable("net = 'model' needs the daemon's network proxy, which is not running",
-                                 data={"mode": info.mode, "net": info.net})
+    when none can honour it (``net = "model"`` always can: each such session runs its own proxy,
+    ``actors.sandboxing.netproxy``). Blocking: it may run ``bwrap`` once (cached)."""
     found = available(info.mode, net=info.net, landlock_enabled=config.landlock, path=path)
     if isinstance(found, Unavailable) or found == "off":
         raise SandboxUnavailable(f"sandbox mode {info.mode!r} is unavailable here: {found}",
@@ -73,10 +71,12 @@ def _absolute(path: str, field: str) -> str:
 
 
 def _check_host(item: str) -> None:
-    host, _, port = item.rpartition(":") if item.count(":") == 1 else (item, "", "")
-    if not host or (port and not (port.isdigit() and 0 < int(port) < 65536)) or "/" in item:
+    """The proxy's own parser (``supervisor.sandbox.allowlist``) decides what an item may be."""
+    try:
+        parse_host_port(item)
+    except BadRequest:
         raise BadRequest(f"options.sandbox.allow_hosts: {item!r} is not HOST or HOST:PORT",
-                         data={"field": "options.sandbox.allow_hosts"})
+                         data={"field": "options.sandbox.allow_hosts"}) from None
 
 
 def _unique(items: list[str]) -> list[str]:

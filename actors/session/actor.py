@@ -22,7 +22,7 @@ Between messages the loop sleeps at most until the core's ``next_deadline`` and 
 ``Tick`` (permission timeouts, stall detection).
 
 **Events from outside.** ``announce(event)`` puts an event the daemon has about this session (a
-``workspace`` change) into the inbox; the loop appends it like its own, so the log keeps one
+``workspace`` change, a connection its sandbox's proxy refused) into the inbox; the loop appends it like its own, so the log keeps one
 writer. So it does with the events of the daemon's ``after_result`` hook, run beside the loop
 (``actors.session.afterresult``); the loop settles those runs as a close starts and before the
 close's ``exit``, within one ``AFTER_RESULT_TIMEOUT`` (the close bounds grow by that much).
@@ -54,6 +54,7 @@ import msgspec
 import trio
 
 from actors.harness import HarnessRequest
+from actors.sandboxing.netproxy import SessionProxy
 from actors.session.afterresult import AFTER_RESULT_TIMEOUT, AfterResults
 from actors.session.child import Harness
 from actors.session.core import SessionCore
@@ -116,10 +117,12 @@ class Session:
             deps.sessions.inbox_size, name=f"session {meta.id}")
         self._replies = Replies()
         self._published = log.last_seq
+        self.proxy = SessionProxy.for_session(request, meta.harness, deps.driver, self.announce)
+        """The sandbox's network proxy (``net = "model"``), started before the harness; else None."""
         self.harness = Harness(
             driver=deps.driver, session_id=meta.id, harness=meta.harness, sessions=deps.sessions,
             children=deps.children, ledger=deps.ledger, tell=self._tell,
-            request=self.core.child_request, frame_log=frame_log)
+            request=self._child_request, frame_log=frame_log)
 
     # --- the API the daemon calls --------------------------------------------------------
 
@@ -180,6 +183,10 @@ class Session:
 
     # --- the actor ------------------------------------------------------------------------
 
+    def _child_request(self) -> HarnessRequest:
+        request = self.core.child_request()
+        return request if self.proxy is None else self.proxy.attach(request)
+
     async def run(self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until closed or failed; cancelling it closes the session (see the module docstring)."""
         body = trio.CancelScope(shield=True)
@@ -205,6 +212,8 @@ class Session:
             with scope:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._flush)
+                    if self.proxy is not None:  # listening before the first child looks for it
+                        await nursery.start(self.proxy.supervise)
                     nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
                     if self._after is not None:
                         self._after.attach(nursery)

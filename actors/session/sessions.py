@@ -95,8 +95,6 @@ class SessionTable:
         self._locks: dict[str, trio.Lock] = {}
         self.sandbox_masks: list[str] = [str(state_dir)]
         """What a sandboxed session must not see but for its own parts (``HarnessRequest``)."""
-        self.proxy_socket: str | None = None
-        """The daemon's network proxy for sandboxes with ``net = "model"`` (None: none runs)."""
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
         """The root's ``sessions`` child: a ``simple_one_for_one`` supervisor of session actors.
@@ -162,7 +160,7 @@ class SessionTable:
         options = {**default_options, **(request.options or {})}
         sandbox = await self._sandbox(resolve(options, self.config.sandbox), driver)
         harness_request = HarnessRequest(
-            sandbox=sandbox, sandbox_masks=self.sandbox_masks, proxy_socket=self.proxy_socket,
+            sandbox=sandbox, sandbox_masks=self.sandbox_masks,
             session_id=session_id, cwd=request.cwd, model=request.model,
             permissions=request.permissions or Permissions(), env={**default_env, **(request.env or {})},
             mcp_servers=list(request.mcp_servers or []), options=options,
@@ -249,7 +247,7 @@ class SessionTable:
         env = {**default_env, **(request.env or {})}
         sandbox = await self._sandbox(meta.sandbox, driver)
         harness_request = HarnessRequest(
-            sandbox=sandbox, sandbox_masks=self.sandbox_masks, proxy_socket=self.proxy_socket,
+            sandbox=sandbox, sandbox_masks=self.sandbox_masks,
             session_id=session_id, cwd=meta.cwd, model=meta.model, permissions=meta.permissions,
             env=env, options=options, mcp_servers=[_stored_server(m, env) for m in meta.mcp_servers],
             resume=meta.vendor_session_id,
@@ -332,17 +330,18 @@ class SessionTable:
             return None
         if getattr(driver, "spawn", None) is not None:
             # A worker forked by the fork server confines itself, with Landlock (inside which no
-            # bubblewrap can mount); its own model calls need the network.
-            if info.mode == "bwrap" or info.net == "model":
+            # bubblewrap can mount); its own model calls keep the network, its bash commands get
+            # ``net`` (``model``: the session's proxy on its loopback port, netproxy).
+            if info.mode == "bwrap":
                 raise SandboxUnavailable(
-                    f"the {driver.name} harness is confined with Landlock, with net 'on' or 'off' "
-                    f"(asked: mode {info.mode!r}, net {info.net!r})", data={"harness": driver.name})
+                    f"the {driver.name} harness is confined with Landlock (asked: mode {info.mode!r})",
+                    data={"harness": driver.name})
             checked = await trio.to_thread.run_sync(functools.partial(
-                check, msgspec.structs.replace(info, mode="landlock"), self.config.sandbox, proxy=False))
+                check, msgspec.structs.replace(info, mode="landlock"), self.config.sandbox))
             return msgspec.structs.replace(checked, mode=info.mode)
         config = self.config.sandbox
         return await trio.to_thread.run_sync(functools.partial(
-            check, info, config, proxy=self.proxy_socket is not None))
+            check, info, config))
 
     async def _check_available(self, driver: Driver, options: dict[str, Any]) -> None:
         """``harness_unavailable`` for a missing binary (``options.binary`` or the detected one)

@@ -32,6 +32,7 @@ from protocol.events import (
     PermissionsChanged,
     Restarted,
     Result,
+    SandboxEvent,
     Status,
     Thought,
     Tool,
@@ -196,6 +197,8 @@ def describe(event: Event, *, color: bool = False) -> str:
                        f"{usage.output_tokens} tokens){end}")
         case Compaction():
             return dim(compaction_line(event))
+        case SandboxEvent(kind=kind, host=host, port=port, decision=decision):
+            return red(f"⊘ sandbox: {kind} {decision}: {host}:{port} (not in allow_hosts)")
         case Assistant(text=text) | Thought(text=text):
             return text
 

@@ -11,7 +11,8 @@ keeps those rights only beneath the paths (and TCP ports) its rules name. So the
 * write beneath the writable paths, the ``tmp_dir`` and ``/dev`` (``/dev/null`` and the
   terminals), split the same way around the hidden and the protected paths;
 * TCP (ABI ≥ 4) when ``net`` is not ``on``: nothing for ``off``; for ``model`` connecting to
-  (and, for the bridge, binding) ``proxy_port`` on any address.
+  ``proxy_port`` (the daemon's proxy listens there on the loopback) on any address: Landlock's
+  rules name ports, not addresses.
 
 A restriction applies to the calling thread and everything it starts afterwards and can never be
 lifted. ``preexec_hook(plan)`` builds the ruleset in the parent and returns a ``preexec_fn`` that
@@ -149,9 +150,9 @@ def net_hook(net: NetMode, proxy_port: int) -> Callable[[], None]:
                            ctypes.c_uint32(0)))
     if fd < 0:
         _raise("landlock_create_ruleset")
-    if net == "model":
+    if net == "model":  # the session's proxy listens there: connect only
         try:
-            _add_port(fd, proxy_port, _NET_BIND_TCP | _NET_CONNECT_TCP)
+            _add_port(fd, proxy_port, _NET_CONNECT_TCP)
         except BaseException:
             os.close(fd)
             raise
@@ -214,8 +215,8 @@ def _ruleset(plan: SandboxPlan) -> int:
         for top in plan.protected:
             for path in split(top, hidden):
                 _add_path(fd, path, _READ & handled)
-        if plan.net == "model":
-            _add_port(fd, plan.proxy_port, _NET_BIND_TCP | _NET_CONNECT_TCP)
+        if plan.net == "model":  # the daemon's proxy listens there; nothing may bind
+            _add_port(fd, plan.proxy_port, _NET_CONNECT_TCP)
     except BaseException:
         os.close(fd)
         raise

@@ -341,6 +341,30 @@ def test_the_transcript_applies_each_seq_once_and_reports_gaps(driver: WebDriver
     assert page.js("return window.corral.transcript.sessionId") is None
 
 
+def test_a_connection_the_sandbox_refused_is_marked_in_the_transcript(driver: WebDriver, daemon: Daemon) -> None:
+    logged_in(driver, daemon)
+    shown = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        import('/ui/transcript.js').then(({ Transcript }) => {
+          const list = document.createElement('ol');
+          document.body.append(list);
+          const t = new Transcript(list, document.createElement('div'));
+          t.reset('s');
+          t.offer({ seq: 1, event: { type: 'sandbox', kind: 'network', host: 'evil.example', port: 443,
+                                     decision: 'denied' } });
+          const item = list.querySelector('li');
+          const bad = document.createElement('span');  // the page's colour for failures
+          bad.className = 'error';
+          document.body.append(bad);
+          done({ text: item.textContent, classes: item.className,
+                 color: getComputedStyle(item).color, bad: getComputedStyle(bad).color });
+        }, (e) => done(String(e)));
+    """)
+    assert shown["text"] == "sandbox denied: network to evil.example:443 (not in allow_hosts)"
+    assert shown["classes"] == "entry sandbox"
+    assert shown["color"] == shown["bad"]  # shown as failures are
+
+
 @contextmanager
 def fake_anthropic(*script: Scripted) -> Iterator[int]:
     """The fake Anthropic server of ``tests.fakes`` in a thread of its own; yields its port."""

@@ -52,7 +52,7 @@ def test_every_event_kind_has_its_protocol_tag() -> None:
     assert tags == {
         "init", "assistant", "thought", "user", "tool", "permission", "permission_decided",
         "result", "error", "usage", "limits", "status", "restarted", "exit",
-        "workspace", "checkpoint", "compaction", "permissions",  # additions beyond PROTOCOL.md's core table
+        "workspace", "checkpoint", "compaction", "permissions", "sandbox",  # additions beyond PROTOCOL.md's core table
     }
 
 

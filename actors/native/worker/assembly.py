@@ -42,7 +42,7 @@ from protocol.events import Error, Event, ToolKind, Usage
 from protocol.native import ProviderSettings, Start
 from protocol.native_context import SubagentDef
 
-from .confinement import ConfinementFailed, confine
+from .confinement import ConfinementFailed, confine, shell_env
 from .agent import APP_NAME, USER_ID, AfterEdit, AfterModel, BeforeModel, CodingTool, ModelSlot, build_app
 from .autonomy import INSTRUCTIONS, DoneBox, ReportDone
 from .compactor import Compactor
@@ -111,7 +111,8 @@ async def open_start(start: Start, *, model_factory: ModelFactory,
     try:
         shell_confine = confine(start.confinement) if start.confinement is not None else None
         limits = msgspec.convert(start.limits, Limits)
-        workspace = Workspace(start.cwd, limits=limits, confine=shell_confine)
+        workspace = Workspace(start.cwd, limits=limits, confine=shell_confine,
+                              env=shell_env(start.confinement))
         store = JsonlSessionService(start.store_dir)
         compaction = msgspec.convert(start.compaction, CompactionConfig)
         session_id = await _open_session(store, start, emit)

@@ -17,9 +17,8 @@ from pathlib import Path
 
 from protocol.native import Confinement
 from supervisor.sandbox import SandboxPlan, landlock
-from supervisor.sandbox.plan import BRIDGE_PORT
 
-__all__ = ["ConfinementFailed", "confine"]
+__all__ = ["ConfinementFailed", "confine", "shell_env"]
 
 
 class ConfinementFailed(Exception):
@@ -39,14 +38,29 @@ def confine(confinement: Confinement) -> Callable[[], None] | None:
         tmp_dir=Path(confinement.tmp_dir) if confinement.tmp_dir else None)
     if confinement.tmp_dir:
         Path(confinement.tmp_dir).mkdir(mode=0o700, exist_ok=True)
+    if confinement.net == "model" and confinement.proxy_port is None:
+        raise ConfinementFailed("net = 'model' without the session's proxy port")
     try:
-        shell = None if confinement.net == "on" else landlock.net_hook(confinement.net, BRIDGE_PORT)
+        shell = None if confinement.net == "on" else landlock.net_hook(
+            confinement.net, confinement.proxy_port or 0)
         landlock.restrict(plan)
     except OSError as exc:
         raise ConfinementFailed(f"Landlock refused the sandbox: {exc}") from exc
     if confinement.tmp_dir:
         os.environ["TMPDIR"] = confinement.tmp_dir
     return shell
+
+
+def shell_env(confinement: Confinement | None) -> dict[str, str] | None:
+    """The environment of bash commands: this process's, with the proxy variables pointing at
+    the session's proxy for ``net = "model"`` (``NO_PROXY`` dropped); None (this process's
+    as it is) otherwise. The worker's own model calls read no proxy variable."""
+    if confinement is None or confinement.net != "model" or confinement.proxy_port is None:
+        return None
+    url = f"http://127.0.0.1:{confinement.proxy_port}"
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_PROXY", "no_proxy")}
+    env.update(dict.fromkeys(("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"), url))
+    return env
 
 
 def _paths(items: list[str]) -> tuple[Path, ...]:

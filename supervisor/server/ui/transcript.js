@@ -178,6 +178,10 @@ export class Transcript {
       case "permissions":
         item.textContent = `permission mode ${event.mode}`;
         break;
+      case "sandbox":
+        item.textContent = `sandbox ${event.decision}: ${event.kind} to ${event.host}:${event.port}` +
+          " (not in allow_hosts)";
+        break;
       default:
         item.textContent = `${event.type}: ${json(event)}`;
     }

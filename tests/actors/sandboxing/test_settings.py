@@ -44,19 +44,13 @@ def test_a_malformed_sandbox_is_bad_request_naming_the_field(sandbox: object) ->
     assert raised.value.data is not None and str(raised.value.data["field"]).startswith("options.sandbox")
 
 
-def test_net_model_without_the_proxy_is_unavailable_never_unconfined() -> None:
-    info = SandboxInfo(mode="auto", effective="off", net="model")
-    with pytest.raises(SandboxUnavailable, match="proxy"):
-        check(info, SandboxConfig(), proxy=False)
-
-
 def test_no_bwrap_and_landlock_off_is_unavailable(tmp_path: Path) -> None:
     info = SandboxInfo(mode="auto", effective="off", net="on")
     for mode in ("auto", "bwrap", "landlock"):
         with pytest.raises(SandboxUnavailable):
             check(SandboxInfo(mode=mode, effective="off", net="on"), SandboxConfig(landlock=False),
-                  proxy=False, path=str(tmp_path))  # an empty PATH: no bwrap
+                  path=str(tmp_path))  # an empty PATH: no bwrap
     if landlock.abi() >= 1:
-        assert check(info, SandboxConfig(), proxy=False, path=str(tmp_path)).effective == "landlock"
+        assert check(info, SandboxConfig(), path=str(tmp_path)).effective == "landlock"
     if shutil.which("bwrap"):
-        assert check(info, SandboxConfig(), proxy=False).effective == "bwrap"
+        assert check(info, SandboxConfig()).effective == "bwrap"

@@ -13,6 +13,7 @@ from protocol.events import (
     Permission,
     PermissionDecided,
     Result,
+    SandboxEvent,
     Status,
     Thought,
     Tool,
@@ -74,6 +75,12 @@ def test_result_error_status_exit_permission_lines() -> None:
         "permission p1: deny (by browser)"
     assert describe(PermissionDecided(permission_id="p1", decision="deny", by="c-2")) == \
         "permission p1: deny (by c-2)"  # logged before by_name existed
+
+
+def test_a_refused_connection_says_what_was_blocked() -> None:
+    refused = SandboxEvent(host="evil.example", port=443)
+    assert describe(refused) == "⊘ sandbox: network denied: evil.example:443 (not in allow_hosts)"
+    assert describe(refused, color=True) == "\x1b[31m⊘ sandbox: network denied: evil.example:443 (not in allow_hosts)\x1b[0m"
 
 
 def _screen(written: str) -> list[str]:

@@ -55,3 +55,29 @@ def test_net_off_refuses_tcp_even_on_loopback(tmp_path: Path) -> None:
         assert "CONNECTED" in free.stdout, free
         boxed = _run(SandboxPlan(cwd=tmp_path, writable=(tmp_path,), tmp=False, net="off"), script, tmp_path)
         assert "CONNECTED" not in boxed.stdout and "PermissionError" in boxed.stderr, boxed
+
+
+@pytest.mark.skipif(landlock.abi() < 4, reason="needs Landlock's TCP rules (ABI 4)")
+@pytest.mark.parametrize("how", ["plan", "net_hook"])
+def test_net_model_connects_to_the_proxy_port_only_and_binds_nothing(tmp_path: Path, how: str) -> None:
+    """The whole plan (a spawned harness) and the bash layer (``net_hook``, a native worker's
+    commands) alike: the proxy's port connects, another port is refused, and so is a bind, even
+    of the proxy's port number on another loopback address."""
+    with socket.socket() as proxy, socket.socket() as other:
+        for server in (proxy, other):
+            server.bind(("127.0.0.1", 0))
+            server.listen()
+        proxy_port, other_port = proxy.getsockname()[1], other.getsockname()[1]
+        script = ("python3 -c \"import socket\nfor port in ({0}, {1}):\n"
+                  "  try: socket.create_connection(('127.0.0.1', port), 5); print(port, 'ok')\n"
+                  "  except OSError as e: print(port, e.errno)\n"
+                  "try: socket.socket().bind(('127.0.0.2', {0})); print('bind ok')\n"
+                  "except OSError as e: print('bind', e.errno)\"").format(proxy_port, other_port)
+        if how == "plan":
+            plan = SandboxPlan(cwd=tmp_path, writable=(tmp_path,), tmp=False, net="model", proxy_port=proxy_port)
+            hook = landlock.preexec_hook(plan)
+        else:
+            hook = landlock.net_hook("model", proxy_port)
+        done = subprocess.run(["/bin/sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60, preexec_fn=hook, check=False)
+        assert done.stdout.split("\n")[:3] == [f"{proxy_port} ok", f"{other_port} 13", "bind 13"], done
