@@ -45,6 +45,8 @@ from actors.native.daemon.translate import autonomy as native_autonomy
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
+from actors.telemetry.config import TelemetryConfig
+from actors.telemetry.service import Telemetry
 from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode.servers import OpenCodeServers
@@ -95,6 +97,8 @@ from supervisor.server.config import DaemonConfig
 from supervisor.server.connection import FeedLike
 from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
+from supervisor.server.metrics import PATH as METRICS_PATH
+from supervisor.server.metrics import MetricsRoute
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType, RestartType
 
@@ -131,6 +135,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     lsp: LspConfig = LspConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
     acp: AcpConfig = AcpConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -266,10 +271,13 @@ class App:
         self.forks = ForkServer(host.state.root, host.ledger, cwd=str(NATIVE_ROOT),
                                 prewarm=PREWARM_DELAY if usable else None)
         self.workspaces = Workspaces(host.state.root, self.config.workspaces, host.ledger)
+        # Metrics from every session's events (and spans, when an OTLP endpoint is configured).
+        self.telemetry = Telemetry(self.config.telemetry, os.environ)
         # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
                                      drivers(self.config, self.opencode, forks=self.forks),
-                                     after_result=self.workspaces.after_result)
+                                     after_result=self.workspaces.after_result,
+                                     observer=self.telemetry.observer)
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
@@ -277,6 +285,9 @@ class App:
         self.mcp_front = McpFront(host.state.root, lambda: host.port,
                                   extra_origins=self.config.daemon.allowed_origins)
         host.routes["/mcp"] = self.mcp_front.splice
+        host.routes[METRICS_PATH] = MetricsRoute(
+            self.telemetry.registry, lambda: host.port, host.state.token,
+            public=self.config.telemetry.metrics_public, extra_origins=self.config.daemon.allowed_origins)
         native = self.sessions.drivers.get("native")
         if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
             native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
@@ -287,6 +298,8 @@ class App:
             log.warning("config: %s", warning)
         self.workspaces.load()
         revived = self.sessions.boot()
+        for info in self.sessions.infos():  # the sessions a previous daemon left, in the gauge
+            self.telemetry.observer.seed(info.id, info.harness, info.state)
         if revived:
             log.info("closed %d session(s) left open by a crashed daemon", len(revived))
 
@@ -305,7 +318,8 @@ class App:
                                 start=functools.partial(prewarm, self.sessions.detections,
                                                         PREWARM_DELAY))]
                      if self.config.harnesses.prewarm else [])
-        return [reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
+        # Telemetry first, so it stops last: the sessions' last spans are exported at the stop.
+        return [*self.telemetry.children(), reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
                 ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                           shutdown=self.config.daemon.shutdown_timeout + 5),
                 ChildSpec(id="mcp-http", start=self.mcp_front.run, shutdown=3.0), *detection]
