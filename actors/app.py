@@ -285,6 +285,7 @@ class App:
         self.mcp_front = McpFront(host.state.root, lambda: host.port,
                                   extra_origins=self.config.daemon.allowed_origins)
         host.routes["/mcp"] = self.mcp_front.splice
+        host.delivery = self.telemetry.metrics.delivery.observe
         host.routes[METRICS_PATH] = MetricsRoute(
             self.telemetry.registry, lambda: host.port, host.state.token,
             public=self.config.telemetry.metrics_public, extra_origins=self.config.daemon.allowed_origins)

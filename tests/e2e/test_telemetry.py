@@ -107,6 +107,8 @@ async def test_spans_and_metrics_of_a_turn_a_permission_a_tool_and_a_crash(
     assert (otlp.value("corral.events") or 0) > 10
     assert otlp.value("corral.sessions", state="closed", harness="fake") == 1  # closed at the stop
     assert all(p.monotonic for p in otlp.points("corral.turns"))
+    delivery = otlp.points("corral.event.delivery")
+    assert len(delivery) == 1 and delivery[0].value > 10 and delivery[0].bounds[:2] == (0.0005, 0.001)
 
 
 async def test_metrics_over_http_need_the_token(tmp_path: Path) -> None:
@@ -128,6 +130,11 @@ async def test_metrics_over_http_need_the_token(tmp_path: Path) -> None:
     assert samples[("corral_restarts_total", (("harness", "fake"),))] == 1
     assert samples[("corral_sessions", (("harness", "fake"), ("state", "idle")))] == 1
     assert samples[("corral_events_total", ())] > 10
+    # Every event the client got live was measured, from its publish to its write.
+    delivered = samples[("corral_event_delivery_seconds_count", ())]
+    assert 10 < delivered <= samples[("corral_events_total", ())]
+    assert samples[("corral_event_delivery_seconds_bucket", (("le", "+Inf"),))] == delivered
+    assert 0 < samples[("corral_event_delivery_seconds_sum", ())] < delivered  # well under 1 s each
     assert seen["sid"]
 
 
