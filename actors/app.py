@@ -293,6 +293,7 @@ class App:
         if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
             native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
                                              session=self._live_request)
+            native.tracing = self.telemetry.native_tracing()
 
     def boot(self, host: Host) -> None:
         for warning in [*self.loaded.warnings, *(w.message for w in self.lsp.warnings)]:

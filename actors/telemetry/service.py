@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +23,9 @@ import trio
 
 from actors.telemetry.config import ExportSettings, TelemetryConfig, export_settings
 from actors.telemetry.metricset import CorralMetrics
+from actors.native.daemon.translate import TurnTracing
 from actors.telemetry.observer import Observer
+from protocol.native import WorkerTelemetry
 from supervisor.metrics import Registry
 from supervisor.threadimport import load
 from supervisor.tree import ChildSpec
@@ -45,6 +48,19 @@ class Telemetry:
         self.observer = Observer(self.metrics, capture_content=config.capture_content)
         self.settings: ExportSettings | None = export_settings(config, environ)
         """The exporter's settings; ``None``: telemetry is off (no exporter, no SDK import)."""
+
+    def native_tracing(self) -> TurnTracing | None:
+        """What the native workers need to add their model calls' spans to the turns (``None``
+        when telemetry is off): the endpoint, and each prompt's turn context from the observer."""
+        settings, observer = self.settings, self.observer
+        if settings is None:
+            return None
+
+        def context(session_id: str, model: str) -> str | None:
+            return observer.turn_context(session_id, "native", model, time.time())
+
+        return TurnTracing(WorkerTelemetry(endpoint=settings.endpoint,
+                                           service_name=settings.service_name), context)
 
     def children(self) -> list[ChildSpec]:
         """The exporter's child spec, or none when telemetry is off."""

@@ -4,7 +4,8 @@ A real ``corral daemon`` exports to the fake OTLP/HTTP collector (``tests/fakes/
 protobuf decoded with ``opentelemetry-proto``): a fake turn with a permission and a tool call
 gives a ``corral.turn`` span with a ``corral.permission`` and a ``corral.tool`` child; a turn
 that a crash ends is an error span with the exit's reason; the metrics arrive at the graceful
-stop's flush. ``/metrics`` is parsed with ``prometheus_client``'s parser, with and without the
+stop's flush; a native turn with two model calls (the fake model server) has a ``gen_ai`` chat
+span per call, exported by the worker under the turn's propagated context. ``/metrics`` is parsed with ``prometheus_client``'s parser, with and without the
 token, and public.
 """
 
@@ -18,9 +19,14 @@ import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.fakes.model_script import call, say
+from tests.fakes.model_server import FakeModels
 from tests.fakes.otlp_collector import Collector, Span, collector
 
 from .daemonproc import DaemonProc, raw_client, start_daemon, stop_daemon
+from .test_native_e2e import KEY
+from .test_native_e2e import create_params as native_params
+from .vendor_rig import daemon_session, is_kind, of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -109,6 +115,46 @@ async def test_spans_and_metrics_of_a_turn_a_permission_a_tool_and_a_crash(
     assert all(p.monotonic for p in otlp.points("corral.turns"))
     delivery = otlp.points("corral.event.delivery")
     assert len(delivery) == 1 and delivery[0].value > 10 and delivery[0].bounds[:2] == (0.0005, 0.001)
+
+
+async def test_a_native_turn_has_a_chat_span_per_model_call_from_the_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "corral-e2e")
+    server = FakeModels([call("write", path="hello.txt", content="hello\n"),
+                         say("Wrote it.", input_tokens=30, output_tokens=7)])
+    async with collector() as otlp, trio.open_nursery() as nursery:
+        port = await nursery.start(server.serve)
+        config = _config(tmp_path, f'[telemetry]\notlp_endpoint = "{otlp.url}"\n')
+        params = native_params(tmp_path, "openai", port)
+        async with daemon_session(tmp_path / "state", params, timeout=120, config=config,
+                                  ready=is_kind("init")) as rig:
+            events = await rig.turn("write hello.txt, secret prompt words")
+            await otlp.wait_for(lambda c: len(_named(c, "chat fake-model")) == 2
+                                and len(_named(c, "corral.turn")) == 1)
+        nursery.cancel_scope.cancel()
+
+    (result,) = of(events, "result")
+    (turn,) = _named(otlp, "corral.turn")
+    calls = sorted(_named(otlp, "chat fake-model"), key=lambda s: s.start_ns)
+    assert turn.attributes["gen_ai.request.model"] == "openai/fake-model"
+    assert turn.attributes["gen_ai.usage.input_tokens"] == result["usage"]["input_tokens"]
+    assert {s.service for s in otlp.spans} == {"corral-e2e"}
+    assert [(s.trace_id, s.parent_span_id, s.scope) for s in calls] == [
+        (turn.trace_id, turn.span_id, "corral.native")] * 2
+    assert turn.start_ns <= calls[0].start_ns <= calls[0].end_ns <= calls[1].start_ns <= calls[1].end_ns
+    assert calls[1].end_ns <= turn.end_ns
+    for span in calls:
+        assert (span.attributes["gen_ai.operation.name"], span.attributes["gen_ai.provider.name"],
+                span.attributes["gen_ai.request.model"]) == ("chat", "openai", "fake-model")
+    assert (calls[1].attributes["gen_ai.usage.input_tokens"],
+            calls[1].attributes["gen_ai.usage.output_tokens"]) == (30, 7)
+    assert sum(s.attributes["gen_ai.usage.output_tokens"] for s in calls) == result["usage"]["output_tokens"]
+    tool = next(s for s in otlp.spans if s.name == "corral.tool")
+    assert (tool.parent_span_id, tool.attributes["corral.tool.name"]) == (turn.span_id, "write")
+    # Neither the prompt nor the key is an attribute anywhere (capture_content is off).
+    every = repr([s.attributes for s in otlp.spans])
+    assert "secret prompt words" not in every and KEY not in every
 
 
 async def test_metrics_over_http_need_the_token(tmp_path: Path) -> None:
