@@ -168,7 +168,7 @@ class Worker:
         for llm in self._models:
             await close_model(llm)
         if self._tracing is not None:  # the last model calls' spans, exported (bounded)
-            await asyncio.to_thread(self._tracing.shutdown)
+            await self._tracing.aclose()
             self._tracing = None
         if self._store is not None:
             self._store.close()

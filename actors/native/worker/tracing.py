@@ -5,11 +5,14 @@ tracer provider (never the global one: ADK's own spans, which carry the prompts,
 unexported) with the SDK's batch span processor, exporting over OTLP/HTTP to the endpoint's
 ``/v1/traces`` from the SDK's thread. Each ``Prompt.traceparent`` becomes the parent context of
 the turn's model calls (``turn_trace``, set as ``actors.native.models.tracing.TURN`` in the
-turn's task). ``shutdown`` exports what is left, bounded, when the worker stops.
+turn's task). ``aclose`` exports what is left, bounded, when the worker stops.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 from typing import Any
 
 from opentelemetry.context import Context
@@ -23,7 +26,7 @@ from protocol.native import WorkerTelemetry
 
 __all__ = ["WorkerTracing"]
 
-_FLUSH_MS = 3000
+_FLUSH_S = 3.0
 
 
 class WorkerTracing:
@@ -40,10 +43,23 @@ class WorkerTracing:
         context = TraceContextTextMapPropagator().extract({"traceparent": traceparent}, Context())
         return _TurnTrace(self.tracer, context) if context else None
 
-    def shutdown(self) -> None:
-        """Export the spans still queued (at most ``_FLUSH_MS``) and stop the exporter's thread."""
-        self.provider.force_flush(_FLUSH_MS)
-        self.provider.shutdown()
+    async def aclose(self) -> None:
+        """Export the spans still queued and stop the exporter, waiting at most ``_FLUSH_S``:
+        in a daemon thread, so a collector that does not answer never holds the worker's exit."""
+        loop = asyncio.get_running_loop()
+        done = asyncio.Event()
+
+        def flush() -> None:
+            try:
+                self.provider.force_flush(int(_FLUSH_S * 1000))
+                self.provider.shutdown()
+            finally:
+                with contextlib.suppress(RuntimeError):  # the worker's loop is gone already
+                    loop.call_soon_threadsafe(done.set)
+
+        threading.Thread(target=flush, name="corral-otel-flush", daemon=True).start()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), _FLUSH_S)
 
 
 class _TurnTrace:
