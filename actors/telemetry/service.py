@@ -7,8 +7,9 @@ application's children so that it stops last (after the sessions' last spans): i
 SDK in a worker thread (``actors.telemetry.otel``), builds the exporter there, hands the
 observer its span sink, and reports ready. Stopping it flushes the spans and a last collection
 of the metrics in a worker thread, for at most ``FLUSH_TIMEOUT`` seconds (then the thread is
-abandoned: a dead collector cannot hold the daemon's exit). With no endpoint, it is not a
-child at all and nothing of OpenTelemetry is imported.
+abandoned: a dead collector cannot hold the daemon's exit). Without ``corral[otel]`` installed
+it logs one warning and exports nothing. With no endpoint, it is not a child at all and nothing
+of OpenTelemetry is imported.
 """
 
 from __future__ import annotations
@@ -72,8 +73,14 @@ class Telemetry:
     async def run(self, settings: ExportSettings, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Export until cancelled, then flush (bounded; see the module docstring)."""
-        otel = await load("actors.telemetry.otel")
-        exporter: Any = await trio.to_thread.run_sync(otel.Exporter, settings, self.registry)
+        try:
+            otel = await load("actors.telemetry.otel")
+            exporter: Any = await trio.to_thread.run_sync(otel.Exporter, settings, self.registry)
+        except ImportError as exc:  # not a crash loop: the daemon runs on, without export
+            log.warning("telemetry: not exporting to %s: %s (install 'corral[otel]')",
+                        settings.endpoint, exc)
+            task_status.started()
+            await trio.sleep_forever()
         self.observer.spans = exporter
         log.info("telemetry: exporting to %s as %r", settings.endpoint, settings.service_name)
         try:
