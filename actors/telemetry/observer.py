@@ -122,6 +122,8 @@ class Observer:
         if self.spans is None:
             return None
         session = self._session(session_id, harness, model)
+        if session.turn is not None and session.turn.pending_end is not None:
+            self._end_pending(self.spans, session, session.turn.pending_end, None)
         turn = session.turn if session.turn is not None else self._open(session, round(now * 1e9))
         return self.spans.traceparent(turn.span)
 
@@ -192,15 +194,8 @@ class Observer:
         if turn is not None and turn.pending_end is not None:
             if isinstance(event, ev.Status) and event.state not in _ENDED:
                 return  # the state the result moved the session to; its exit may follow
-            end_at, ending = turn.pending_end
-            if isinstance(event, ev.Exit):
-                ending["corral.exit.reason"] = event.reason
-                if event.exit_code is not None:
-                    ending["corral.exit.code"] = event.exit_code
-                if event.signal is not None:
-                    ending["corral.exit.signal"] = event.signal
-            spans.end(turn.span, end_at, ending, "the turn ended in an error")
-            session.turn = turn = None
+            self._end_pending(spans, session, turn.pending_end, event)
+            turn = None
         match event:
             case ev.User(delivery="steered"):
                 return
@@ -277,6 +272,23 @@ class Observer:
                     session.turn = None
             case _:
                 pass
+
+    @staticmethod
+    def _end_pending(spans: SpanSink, session: _Session, pending: tuple[int, Attributes],
+                     event: ev.Event | None) -> None:
+        """End the session's errored turn at its result's time, with ``event``'s exit details
+        when ``event`` is the ``exit`` that followed."""
+        if session.turn is None:
+            return
+        end_at, ending = pending
+        if isinstance(event, ev.Exit):
+            ending["corral.exit.reason"] = event.reason
+            if event.exit_code is not None:
+                ending["corral.exit.code"] = event.exit_code
+            if event.signal is not None:
+                ending["corral.exit.signal"] = event.signal
+        spans.end(session.turn.span, end_at, ending, "the turn ended in an error")
+        session.turn = None
 
     def _end_turn(self, spans: SpanSink, turn: _Turn, at: int, attributes: Attributes,
                   error: str | None) -> None:

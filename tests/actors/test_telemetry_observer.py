@@ -164,6 +164,16 @@ def test_a_turn_context_opens_the_span_that_the_prompt_then_joins() -> None:
     assert turn.attributes["gen_ai.request.model"] == "openai/m"
 
 
+def test_a_turn_context_after_an_errored_turn_is_a_new_turn() -> None:
+    obs, sink, _ = observer()
+    feed(obs, ev.User(text="/fail"), ev.Result(stop_reason="error", is_error=True),
+         ev.Status(state="idle"), harness="native")
+    traceparent = obs.turn_context("s-1", "native", None, 110.0)
+    first, second = turns(sink)
+    assert (first.end, first.error) == (101e9, "the turn ended in an error")
+    assert (second.start, traceparent) == (110e9, sink.traceparent(second))
+
+
 def test_content_only_with_capture_content() -> None:
     for capture in (False, True):
         obs, sink, _ = observer(capture=capture)
