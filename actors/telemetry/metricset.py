@@ -9,8 +9,9 @@
 * ``corral.permissions`` by ``decision`` [``corral_permissions_total``]
 * ``corral.restarts`` by ``harness`` [``corral_restarts_total``]
 * ``corral.events`` published [``corral_events_total``]
-* ``corral.event.delivery`` histogram, seconds from the event's time (the child's frame
-  translated and logged) to its send to a client [``corral_event_delivery_seconds``]
+* ``corral.event.delivery`` histogram, seconds from an event's publish (the child's frame
+  translated and logged) to its write to a client, live events only
+  [``corral_event_delivery_seconds``]
 """
 
 from __future__ import annotations
@@ -45,5 +46,5 @@ class CorralMetrics:
         self.events: Counter = registry.counter(
             "corral.events", "Session events published.", unit="{event}")
         self.delivery: Histogram = registry.histogram(
-            "corral.event.delivery", "Seconds from an event's time to its send to a client.",
+            "corral.event.delivery", "Seconds from an event's publish to its write to a client.",
             buckets=DELIVERY_BUCKETS, unit="s", suffix="seconds")
