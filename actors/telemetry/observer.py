@@ -45,6 +45,8 @@ _CONTENT_LIMIT = 4096
 _TURN_EVENTS = (ev.Assistant, ev.Thought, ev.Tool, ev.Permission, ev.PermissionDecided, ev.Result,
                 ev.Checkpoint)
 _ENDED = frozenset({"closed", "failed"})
+_COUNTED = frozenset({ev.Status, ev.Init, ev.Tool, ev.PermissionDecided, ev.Restarted, ev.Result})
+"""The event types that move a metric beyond ``corral.events``."""
 
 
 class SpanSink(Protocol):
@@ -110,7 +112,15 @@ class Observer:
                 now: float) -> None:
         """Fold one event of a session in, at ``now`` (seconds since the epoch). Never raises."""
         try:
-            self._observe(self._session(session_id, harness, model), event, round(now * 1e9))
+            self.metrics.events.inc()
+            kind = type(event)
+            if kind not in _COUNTED and self.spans is None:
+                return  # the common case (a streamed delta with telemetry off): one count
+            session = self._session(session_id, harness, model)
+            if kind in _COUNTED:
+                self._count(session, event)
+            if self.spans is not None:
+                self._trace(self.spans, session, event, round(now * 1e9))
         except Exception:
             if not self._failed:  # once: a broken observer must not flood the log
                 self._failed = True
@@ -137,9 +147,8 @@ class Observer:
             session.model = model
         return session
 
-    def _observe(self, session: _Session, event: ev.Event, at: int) -> None:
+    def _count(self, session: _Session, event: ev.Event) -> None:
         m = self.metrics
-        m.events.inc()
         harness = session.harness
         match event:
             case ev.Status(state=state):
@@ -169,8 +178,6 @@ class Observer:
                 session.tools.clear()
             case _:
                 pass
-        if self.spans is not None:
-            self._trace(self.spans, session, event, at)
 
     def _move(self, session: _Session, state: str) -> None:
         gauge = self.metrics.sessions
