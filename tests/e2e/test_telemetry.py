@@ -62,6 +62,7 @@ async def _turn_with_permission_and_crash(daemon: DaemonProc, cwd: Path) -> dict
 async def test_spans_and_metrics_of_a_turn_a_permission_a_tool_and_a_crash(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")  # the SDK's variable: spans within 0.1 s
+    monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "300")  # metrics every 0.3 s, not 60 s
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-corral-test=yes")
     monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
     async with collector() as otlp:
@@ -71,6 +72,9 @@ async def test_spans_and_metrics_of_a_turn_a_permission_a_tool_and_a_crash(
             seen = await _turn_with_permission_and_crash(daemon, tmp_path)
             # Spans are exported while the daemon runs (the batch processor's 0.1 s delay).
             await otlp.wait_for(lambda c: len(_named(c, "corral.turn")) == 2)
+            # ... and the metrics at the interval the environment asks (the default is a minute).
+            await otlp.wait_for(lambda c: c.value("corral.restarts", harness="fake") == 1)
+            assert otlp.value("corral.sessions", state="idle", harness="fake") == 1
         finally:
             assert await stop_daemon(daemon) == 0
         # The graceful stop flushed a last collection of the metrics.
