@@ -49,6 +49,8 @@ from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
 from actors.usage.report import local_summary
 from actors.usage.service import UsageService
+from actors.telemetry.config import TelemetryConfig
+from actors.telemetry.service import Telemetry
 from actors.vendors.acp.profiles import PROFILES
 from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode.servers import OpenCodeServers
@@ -104,6 +106,8 @@ from supervisor.server.config import DaemonConfig
 from supervisor.server.connection import FeedLike
 from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
+from supervisor.server.metrics import PATH as METRICS_PATH
+from supervisor.server.metrics import MetricsRoute
 from supervisor.statedir import DaemonFile, StateDir, resolve_state_dir
 from supervisor.tree import ChildSpec, ChildType, RestartType
 
@@ -145,6 +149,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``[[notify]]`` tables: webhooks posted a session's permission requests, finished turns
     and failures (``actors.notify``)."""
     sandbox: SandboxConfig = SandboxConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -302,11 +307,14 @@ class App:
         self.workspaces = Workspaces(host.state.root, self.config.workspaces, host.ledger)
         # Only a configured ``[[notify]]`` loads the notifier (and its HTTP client).
         self.notifier = _notifier(self.config, host)
+        # Metrics from every session's events (and spans, when an OTLP endpoint is configured).
+        self.telemetry = Telemetry(self.config.telemetry, os.environ)
         # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
                                      drivers(self.config, self.opencode, forks=self.forks),
                                      after_result=self.workspaces.after_result,
-                                     watch=self.notifier.watch if self.notifier else None)
+                                     watch=self.notifier.watch if self.notifier else None,
+                                     observer=self.telemetry.observer)
         self.sessions.sandbox_masks = [str(host.state.root), str(self.workspaces.root)]
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
         self.usage = UsageService(host.state.root, load_prices((PRICES_FILE, user_prices_path()))[0])
@@ -317,16 +325,23 @@ class App:
                                   extra_origins=self.config.daemon.allowed_origins)
         host.routes["/mcp"] = self.mcp_front.splice
         self.placement = _placement(self.config.placement, host, self.sessions)
+        host.delivery = self.telemetry.metrics.delivery.observe
+        host.routes[METRICS_PATH] = MetricsRoute(
+            self.telemetry.registry, lambda: host.port, host.state.token,
+            public=self.config.telemetry.metrics_public, extra_origins=self.config.daemon.allowed_origins)
         native = self.sessions.drivers.get("native")
         if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
             native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
                                              session=self._live_request)
+            native.tracing = self.telemetry.native_tracing()
 
     def boot(self, host: Host) -> None:
         for warning in [*self.loaded.warnings, *(w.message for w in self.lsp.warnings)]:
             log.warning("config: %s", warning)
         self.workspaces.load()
         revived = self.sessions.boot()
+        for info in self.sessions.infos():  # the sessions a previous daemon left, in the gauge
+            self.telemetry.observer.seed(info.id, info.harness, info.state)
         if revived:
             log.info("closed %d session(s) left open by a crashed daemon", len(revived))
 
@@ -348,8 +363,10 @@ class App:
         # The notifier before sessions: it stops after them, so it reads their last events.
         notify = ([ChildSpec(id="notify", start=self.notifier.run, shutdown=1.0)]
                   if self.notifier is not None else [])
-        return [reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
-                *notify, ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
+        # Telemetry first, so it stops last: the sessions' last spans are exported at the stop.
+        return [*self.telemetry.children(), reconcile, *self.mcp.children(), lsp, opencode,
+                self.forks.child_spec("native"), *notify,
+                ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                           shutdown=self.config.daemon.shutdown_timeout + 5),
                 ChildSpec(id="mcp-http", start=self.mcp_front.run, shutdown=3.0), *detection]
 

@@ -62,6 +62,7 @@ __all__ = [
     "Shutdown",
     "Start",
     "Steer",
+    "WorkerTelemetry",
     "decode_command",
     "decode_event",
     "decode_worker_frame",
@@ -157,6 +158,14 @@ class Confinement(msgspec.Struct, kw_only=True, frozen=True):
     command may connect to; its proxy variables point there."""
 
 
+class WorkerTelemetry(msgspec.Struct, kw_only=True, frozen=True):
+    """Where a worker exports the spans of its model calls (the daemon's ``[telemetry]``)."""
+
+    endpoint: str
+    """The OTLP/HTTP base URL (``/v1/traces`` is appended)."""
+    service_name: str = "corral"
+
+
 class Start(_Command, tag="start", kw_only=True, frozen=True):
     """Configure the worker; it answers ``init`` once its session is loaded (or created)."""
 
@@ -190,12 +199,16 @@ class Start(_Command, tag="start", kw_only=True, frozen=True):
     compaction: dict[str, Any] = {}
     """``[native.compaction]`` (``actors.native.compaction.CompactionConfig`` field names);
     empty or ``context_tokens = 0``: no compaction."""
+    telemetry: WorkerTelemetry | None = None
+    """Export a ``gen_ai`` span per model call, under the turn's ``Prompt.traceparent``."""
 
 
 class Prompt(_Command, tag="prompt", kw_only=True, frozen=True):
     """Start a turn with ``text``."""
 
     text: str
+    traceparent: str | None = None
+    """The W3C trace context of the daemon's ``corral.turn`` span (with ``Start.telemetry``)."""
 
 
 class Steer(_Command, tag="steer", kw_only=True, frozen=True):

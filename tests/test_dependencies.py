@@ -1,7 +1,9 @@
 """Every third-party package our code imports is declared in pyproject.toml.
 
-The packages (``protocol``, ``supervisor``, ``actors``) may use only ``[project.dependencies]``;
-the tests may also use the ``test`` extra. A module name maps to its distribution through the
+The packages (``protocol``, ``supervisor``, ``actors``) may use only ``[project.dependencies]``
+and the optional extras a user installs for a feature (``corral[otel]``: imported only when the
+feature is configured, which tests/e2e/test_daemon_imports.py checks); the tests may also use
+the ``test`` extra. A module name maps to its distribution through the
 installed metadata (``trio_websocket`` is ``trio-websocket``).
 """
 
@@ -58,13 +60,20 @@ def _undeclared(packages: list[str], declared: set[str]) -> list[str]:
     return missing
 
 
+EXTRAS = PYPROJECT["project"]["optional-dependencies"]
 RUNTIME = _declared(PYPROJECT["project"]["dependencies"])
-TEST = RUNTIME | _declared(PYPROJECT["project"]["optional-dependencies"]["test"])
+FEATURES = RUNTIME.union(*(_declared(reqs) for name, reqs in EXTRAS.items() if name != "test"))
+TEST = FEATURES | _declared(EXTRAS["test"])
 
 
 @pytest.mark.parametrize("package", ["protocol", "supervisor", "actors"])
 def test_the_code_imports_only_declared_dependencies(package: str) -> None:
-    assert _undeclared([package], RUNTIME) == []
+    assert _undeclared([package], FEATURES) == []
+
+
+def test_a_feature_extra_is_in_the_test_extra() -> None:
+    for name, reqs in EXTRAS.items():
+        assert set(reqs) <= set(EXTRAS["test"]), f"the {name} extra's packages are tested too"
 
 
 def test_the_tests_import_only_declared_dependencies() -> None:

@@ -302,7 +302,11 @@ class Session:
         for out in outputs:
             match out:
                 case Emit(event=event):
-                    self.log.append(event, now=time.time())
+                    now = time.time()
+                    self.log.append(event, now=now)
+                    if self.deps.observer is not None:
+                        meta = self.core.meta
+                        self.deps.observer.observe(meta.id, meta.harness, meta.model, event, now)
                     if isinstance(event, Result) and self._after is not None:
                         self._after.result()
                 case Write(gen=gen, data=data):

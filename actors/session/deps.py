@@ -29,7 +29,8 @@ class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
     the trio thread, by default in a worker thread (``in_thread``); tests run it inline to keep
     virtual time exact. ``rng`` draws the restart backoff's jitter. ``after_result``, if set, is
     an async function of the session id run after each turn's ``result`` (off the loop,
-    bounded); the event it returns, if any, is appended to the session's log.
+    bounded); the event it returns, if any, is appended to the session's log. ``observer``, if
+    set, is handed every event as it is appended (``actors.telemetry.Observer.observe``).
     """
 
     driver: Any  # actors.harness.Driver; Any because Protocols are not msgspec types
@@ -40,6 +41,7 @@ class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
     offload: Any = None
     rng: Any = None
     after_result: Any = None  # Callable[[str], Awaitable[Event | None]]
+    observer: Any = None  # actors.telemetry.observer.Observer
 
 
 async def in_thread(call: Callable[[], T]) -> T:

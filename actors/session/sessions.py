@@ -75,13 +75,15 @@ class SessionTable:
     """Every session of the daemon, live (children of the sessions supervisor) or ended."""
 
     def __init__(self, state_dir: Path, config: SessionSettings, ledger: Any, drivers: Mapping[str, Driver],
-                 *, after_result: Any = None, watch: Any = None) -> None:
+                 *, after_result: Any = None, watch: Any = None, observer: Any = None) -> None:
         self.state_dir = state_dir
         self.after_result = after_result
         """``SessionDeps.after_result`` of every session (the workspaces' changed-files count)."""
         self.watch = watch
         """Called with ``(id, name, harness, feed)`` as each session starts or resumes, before
         its first event (the notifier follows the feed); it must not block."""
+        self.observer = observer
+        """``SessionDeps.observer`` of every session (``actors.telemetry.Observer``)."""
         self.root = state_dir / "sessions"
         self.config = config
         self.ledger = ledger
@@ -187,7 +189,8 @@ class SessionTable:
                 frame_log.close()
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
-                           ledger=self.ledger, directory=directory, after_result=self.after_result)
+                           ledger=self.ledger, directory=directory, after_result=self.after_result,
+                           observer=self.observer)
         session = (await _session_class())(meta, harness_request, deps, event_log, frame_log)
         await self._start(supervisor, session, frame_log, event_log)
         if request.prompt:
@@ -270,7 +273,8 @@ class SessionTable:
                 frame_log.close()
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
-                           ledger=self.ledger, directory=directory, after_result=self.after_result)
+                           ledger=self.ledger, directory=directory, after_result=self.after_result,
+                           observer=self.observer)
         session = (await _session_class())(meta, harness_request, deps, event_log, frame_log,
                                            resumed=True)
         session.feed = ended.feed  # subscribers of the closed session follow the resumed one

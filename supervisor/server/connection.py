@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -72,6 +73,9 @@ class FeedLike(Protocol):
 
     def unlisten(self, wake: Callable[[], None]) -> None: ...
 
+    def published_at(self, seq: int) -> float | None:
+        """The ``time.perf_counter()`` at which event ``seq`` was published, if still known."""
+
 
 class Backend(Protocol):
     """What a connection needs from the application: request handling and session feeds."""
@@ -89,8 +93,12 @@ class Connection:
     def __init__(self, ws: WebSocket, backend: Backend, *, token: str, info: DaemonInfo,
                  queue_size: int, handshake_timeout: float, by_cookie: bool = False,
                  login_code: Callable[[], LoginCodeResult] | None = None,
-                 roster: Roster | None = None) -> None:
+                 roster: Roster | None = None,
+                 delivery: Callable[[float], None] | None = None) -> None:
         self.ws = ws
+        self.delivery = delivery
+        """Told the seconds from each live event's publish to its write (``corral.event.delivery``)."""
+        self._sent: list[tuple[str, int]] = []
         self.roster = roster
         self.login_code = login_code
         self.backend = backend
@@ -262,6 +270,8 @@ class Connection:
                     if not yielded:  # a backlog (a replay): let the others run between bursts
                         await trio.lowlevel.cancel_shielded_checkpoint()
                     yielded = await self.ws.send_text(frames)
+                    if self._sent:
+                        self._delivered()
             except ConnectionClosed:
                 pass
             finally:
@@ -302,7 +312,20 @@ class Connection:
         while size < _BURST_BYTES and (frame := self.core.next_frame()) is not None:
             frames.append(frame)
             size += len(frame)
+            if self.delivery is not None and self.core.last_event is not None:
+                self._sent.append(self.core.last_event)
         return frames
+
+    def _delivered(self) -> None:
+        """Tell ``delivery`` how long each event just written took since its publish (events
+        published too long ago for the feed to remember, a replay's, are not told)."""
+        now = time.perf_counter()
+        for session_id, seq in self._sent:
+            feed = self._feeds.get(session_id)
+            published = feed.published_at(seq) if feed is not None else None
+            if published is not None and self.delivery is not None:
+                self.delivery(now - published)
+        self._sent.clear()
 
     def _published(self) -> None:
         """A feed's listener, run in the publishing session's task: write the new events now
@@ -318,6 +341,8 @@ class Connection:
             frames = self._take_burst()
             if frames:
                 self.ws.send_text_nowait(frames)
+                if self._sent:
+                    self._delivered()
         except Exception as exc:
             log.exception("%s: cannot write the events published", self.id)
             self._broken = exc

@@ -117,6 +117,9 @@ class ConnectionCore:
         self._queue = OutQueue(queue_size, hard_limit)
         self._subscriptions: dict[str, Subscription] = {}
         self._last_written: dict[str, int] = {}
+        self.last_event: tuple[str, int] | None = None
+        """The session and seq of the event frame ``next_frame`` returned last (``None``: the
+        frame was no event)."""
         self._on_change = on_change
 
     # --- frames in --------------------------------------------------------------------------
@@ -228,6 +231,9 @@ class ConnectionCore:
             return encode(Lagged(session_id=sid, last_seq=self._last_written.get(sid, 0)))
         if item.session_id is not None:
             self._last_written[item.session_id] = item.seq
+            self.last_event = (item.session_id, item.seq)
+        else:
+            self.last_event = None
         return item.frame
 
     def has_room(self) -> bool:

@@ -22,7 +22,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import trio
@@ -65,6 +65,9 @@ class Host:
         """HTTP paths the application serves on the daemon's port (the listener's ``routes``)."""
         self.port = 0
         """The daemon's TCP port, once bound."""
+        self.delivery: Callable[[float], None] | None = None
+        """Told the seconds from each live event's publish to its write to a client (the
+        application's metric), by every connection."""
 
     def stop(self) -> None:
         """Begin the graceful shutdown (idempotent)."""
@@ -183,7 +186,7 @@ def _children(config: DaemonConfig, app: Application, host: Host, token: str,
                            frame_limit=config.frame_limit, queue_size=config.client_queue,
                            handshake_timeout=config.handshake_timeout,
                            extra_origins=config.allowed_origins, roster=host.roster,
-                           routes=host.routes, task_status=task_status)
+                           routes=host.routes, delivery=host.delivery, task_status=task_status)
 
     return [
         ChildSpec(id="orphan-reaper", start=run_orphan_reaper, shutdown=1.0),

@@ -93,14 +93,15 @@ async def run_listener(sockets: Sockets, connections: Supervisor, backend: Backe
                        info: DaemonInfo, frame_limit: int, queue_size: int, handshake_timeout: float,
                        extra_origins: Sequence[str] = (), roster: Roster | None = None,
                        routes: Mapping[str, HttpRoute] | None = None,
+                       delivery: Callable[[float], None] | None = None,
                        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Accept until cancelled; each stream becomes a temporary child of ``connections``
     (entered in ``roster`` once its handshake is accepted). ``routes``: paths served on TCP by
-    the application's own handlers."""
+    the application's own handlers; ``delivery``: each connection's ``Connection.delivery``."""
     gate = Gate(sockets.port, extra_origins)
     site = Site(gate, Logins(token))
     serving = _Serving(gate, site, backend, token, info, frame_limit, queue_size, handshake_timeout,
-                       roster, routes if routes is not None else {})
+                       roster, routes if routes is not None else {}, delivery)
 
     async def accept(stream: trio.abc.Stream, unix: bool) -> None:
         spec = ChildSpec(id=f"conn-{next(_ids)}", start=partial(serving.run, stream, unix),
@@ -138,7 +139,8 @@ class _Serving:
 
     def __init__(self, gate: Gate, site: Site, backend: Backend, token: str, info: DaemonInfo,
                  frame_limit: int, queue_size: int, handshake_timeout: float,
-                 roster: Roster | None, routes: Mapping[str, HttpRoute]) -> None:
+                 roster: Roster | None, routes: Mapping[str, HttpRoute],
+                 delivery: Callable[[float], None] | None = None) -> None:
         self.gate = gate
         self.site = site
         self.backend = backend
@@ -149,6 +151,7 @@ class _Serving:
         self.handshake_timeout = handshake_timeout
         self.roster = roster
         self.routes = routes
+        self.delivery = delivery
 
     async def run(self, stream: trio.abc.Stream, unix: bool, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -181,7 +184,7 @@ class _Serving:
                 connection = Connection(ws, self.backend, token=self.token, info=self.info,
                                         queue_size=self.queue_size, handshake_timeout=self.handshake_timeout,
                                         by_cookie=by_cookie, login_code=self.site.login_code,
-                                        roster=self.roster)
+                                        roster=self.roster, delivery=self.delivery)
                 try:
                     await connection.run()
                 finally:

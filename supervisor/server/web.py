@@ -34,7 +34,7 @@ from protocol.messages import LoginCodeResult
 from supervisor.server.gate import Gate, header
 from supervisor.server.logins import CODE_TTL, COOKIE_TTL, Logins
 
-__all__ = ["ASSETS", "MAX_HEAD", "Head", "Reply", "Site", "read_head"]
+__all__ = ["ASSETS", "MAX_HEAD", "Head", "Reply", "Site", "answer", "read_head"]
 
 ASSETS = Path(__file__).with_name("ui")
 MAX_HEAD = 16 * 1024
@@ -138,10 +138,7 @@ class Site:
         host = header(request.headers, b"host") or ""
         reply = self.respond(request.method.decode("latin-1"), request.target.decode("latin-1"),
                              host, request.headers, unix=unix)
-        parser = h11.Connection(h11.SERVER)
-        parser.receive_data(head.raw)
-        parser.next_event()  # the request again, so h11 lets us respond to it
-        await _write(stream, parser, reply)
+        await answer(stream, head.raw, reply)
 
     def respond(self, method: str, target: str, host: str, headers: Sequence[tuple[bytes, bytes]],
                 *, unix: bool) -> Reply:
@@ -185,6 +182,15 @@ class Site:
 
 def _denied(reason: str) -> Reply:
     return Reply(401, _DENIED.format(reason=reason, ttl=CODE_TTL).encode(), _TYPES[".html"])
+
+
+async def answer(stream: trio.abc.Stream, raw: bytes, reply: Reply) -> None:
+    """Send ``reply`` to the request whose bytes (head first) were ``raw``; the stream is closed
+    by the caller. A client that is gone gets nothing."""
+    parser = h11.Connection(h11.SERVER)
+    parser.receive_data(raw)
+    parser.next_event()  # the request again, so h11 lets us respond to it
+    await _write(stream, parser, reply)
 
 
 async def _write(stream: trio.abc.Stream, parser: h11.Connection, reply: Reply) -> None:

@@ -21,6 +21,9 @@ HEAVY = (
     "uvicorn", "hypercorn", "h2", "hpack",
     # the model SDKs of the native harness (they run in its worker processes, never here)
     "google.adk", "google.genai", "openai", "anthropic", "httpx", "asyncio",
+    # telemetry: with no OTLP endpoint configured nothing of OpenTelemetry loads (GET /metrics
+    # is rendered by our own registry, not prometheus_client)
+    "opentelemetry", "google.protobuf", "prometheus_client", "actors.telemetry.otel",
     # our modules that only a session of some kind needs
     "actors.mcp.connection", "actors.native.daemon.forkclient", "actors.native.cli.oneshot",
     "actors.vendors.opencode.http", "actors.notify.delivery",

@@ -46,7 +46,7 @@ from .asks import NO_SERVICES, ServedChild, Services, served
 from ..compaction.settings import CompactionConfig
 from .forkservice import ForkServer
 from ..providers import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
-from .translate import NativeTranslator, store_dir
+from .translate import NativeTranslator, TurnTracing, store_dir
 
 __all__ = ["FEATURES", "HARNESS", "NATIVE_ROOT", "SESSION_ENV", "NativeDriver", "adk_installed"]
 
@@ -93,6 +93,9 @@ class NativeDriver:
         self.services = services
         """Answers the workers' asks; settable until the first spawn (the composition root
         builds the drivers before the session table its services look sessions up in)."""
+        self.tracing: TurnTracing | None = None
+        """The daemon's telemetry for the workers' model-call spans (set by the composition
+        root when an OTLP endpoint is configured)."""
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The worker's argv, env and cwd. Pure."""
@@ -129,7 +132,7 @@ class NativeDriver:
                                 daemon_env=self._environ, find_store=find_store,
                                 context=self._context,
                                 daemon_tools=self.services is not None,
-                                compaction=self._compaction)
+                                compaction=self._compaction, tracing=self.tracing)
 
     async def detect(self, *, models: bool = False) -> Detection:
         """Whether google-adk is installed, its version, and the providers (see above)."""

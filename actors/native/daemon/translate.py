@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -40,14 +40,14 @@ from protocol.messages import SessionWarning
 from protocol.native_context import ContextSettings
 from protocol.native import (
     Autonomy, Command, Compact, Decide, Interrupt, Price, Prompt, ProviderSettings, SetModel,
-    Shutdown, Start, Steer, decode_event, encode_command, is_ask,
+    Shutdown, Start, Steer, WorkerTelemetry, decode_event, encode_command, is_ask,
 )
 
 from ..compaction.settings import CompactionConfig
 from .config import key_warnings
 from ..providers import ModelSpecError, ProviderTable, resolve
 
-__all__ = ["NativeTranslator", "StoreFinder", "autonomy", "store_dir"]
+__all__ = ["NativeTranslator", "StoreFinder", "TurnTracing", "autonomy", "store_dir"]
 
 StoreFinder = Callable[[str], str | None]
 """Native session id → the store file of an earlier corral session that holds it, if any."""
@@ -58,6 +58,15 @@ def store_dir(request: HarnessRequest) -> Path:
     return Path(request.work_dir).parent / "native"
 
 
+class TurnTracing(NamedTuple):
+    """The daemon's telemetry, for its native workers: where they export their model calls'
+    spans (``settings``), and ``context(session_id, model)``, the ``traceparent`` of the
+    session's turn that a prompt starts (``None`` while no exporter runs)."""
+
+    settings: WorkerTelemetry
+    context: Callable[[str, str], str | None]
+
+
 class NativeTranslator:
     """See the module docstring."""
 
@@ -65,8 +74,10 @@ class NativeTranslator:
                  prices: Mapping[str, Price], daemon_env: Mapping[str, str],
                  find_store: StoreFinder = lambda _id: None,
                  context: ContextSettings = ContextSettings(), daemon_tools: bool = False,
-                 compaction: CompactionConfig | None = None) -> None:
+                 compaction: CompactionConfig | None = None,
+                 tracing: TurnTracing | None = None) -> None:
         self._request = request
+        self._tracing = tracing
         self._providers = providers
         self._daemon_env = daemon_env
         if not request.model:
@@ -119,7 +130,8 @@ class NativeTranslator:
             thinking=options.get("thinking") is True, limits=self._limits,
             prices=self._prices, context=self._context, tools=self._tools,
             daemon_tools=self._daemon_tools, autonomous=self._autonomy,
-            compaction=self._compaction, confinement=request.confinement))]
+            compaction=self._compaction, confinement=request.confinement,
+            telemetry=self._tracing.settings if self._tracing is not None else None))]
 
     def receive(self, frame: bytes, now: float) -> list[Output]:
         """One event from the worker; ``ProtocolError`` for a frame that is not one. An ask
@@ -152,7 +164,9 @@ class NativeTranslator:
         if not self._ready or self._turn:
             raise SessionBusy("the native worker cannot start a turn now (not ready or a turn runs)")
         self._turn = True
-        return [self._send(Prompt(text=text))]
+        tracing = self._tracing
+        traceparent = None if tracing is None else tracing.context(self._request.session_id, self._model)
+        return [self._send(Prompt(text=text, traceparent=traceparent))]
 
     def steer(self, text: str, now: float) -> list[Output] | None:
         """Into the running turn (before its next model call), or ``None`` when none runs."""

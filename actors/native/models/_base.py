@@ -31,6 +31,7 @@ from google.adk.models.llm_response import LlmResponse
 from pydantic import Field, PrivateAttr
 
 from actors.native.providers import DEFAULT_BASE_URLS
+from actors.native.models.tracing import end_call, start_call
 
 from ._retry import retrying
 from ._wire import ClosePool, WirePolicy
@@ -128,9 +129,26 @@ class SdkLlm(BaseLlm):
             raise refused
         responses = retrying(lambda: self._answer(llm_request, stream), classify=self._classify,
                              max_retries=config.max_retries, backoff=config.retry_backoff)
-        async with aclosing(responses) as items:
-            async for response in items:
-                yield response
+        call = start_call(config.provider, config.model)
+        if call is None:
+            async with aclosing(responses) as items:
+                async for response in items:
+                    yield response
+            return
+        error: BaseException | None = None
+        try:
+            async with aclosing(responses) as items:
+                async for response in items:
+                    if not response.partial:
+                        call.response = response
+                    yield response
+        except GeneratorExit:  # the caller stopped reading (ADK had what it needed)
+            raise
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            end_call(call, error)
 
     async def _answer(self, llm_request: LlmRequest,
                       stream: bool) -> AsyncGenerator[LlmResponse, None]:

@@ -29,10 +29,12 @@ turn as a task, and everything else (steer, interrupt, decisions, set_model) rea
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 from collections import deque
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import msgspec
 from google.adk.agents.callback_context import CallbackContext
@@ -45,11 +47,12 @@ from google.adk.runners import Runner
 from actors.native.worker.accounting import TurnAccount
 from actors.native.worker.askrules import AskRules
 from actors.native.models import ModelError, close_model
+from actors.native.models.tracing import TURN
 from protocol.events import Error, Event, Init, Usage
 from protocol.native_context import SubagentDef
 from protocol.native import (
     Ask, Command, Compact, Decide, DiagnosticsReport, Interrupt, McpResult, McpTools, Prompt,
-    ProviderSettings, SetModel, Shutdown, Start, Steer,
+    ProviderSettings, SetModel, Shutdown, Start, Steer, WorkerTelemetry,
 )
 
 from .agent import APP_NAME, USER_ID, ModelSlot
@@ -99,6 +102,10 @@ class Worker:
         self._queued: deque[str] = deque()
         self._resume: str | None = None
         self.finished = asyncio.Event()
+        self._tracing: WorkerTracing | None = None
+        """The model calls' tracer, when the daemon exports telemetry (``Start.telemetry``)."""
+        self._traceparent: str | None = None
+        """The trace context of the turn the last ``Prompt`` starts."""
 
     @property
     def session_id(self) -> str:
@@ -121,8 +128,9 @@ class Worker:
             case _ if self._start is None:
                 self._emit(Error(code="native.protocol.not_started", error_class="protocol",
                                  message=f"{type(command).__name__} before start"))
-            case Prompt(text=text):
+            case Prompt(text=text, traceparent=traceparent):
                 self._queued.append(text)
+                self._traceparent = traceparent
                 self._next_turn()
             case Steer(text=text):
                 if self._turn is not None and not self._queued:
@@ -159,6 +167,9 @@ class Worker:
             self._compactor.close()
         for llm in self._models:
             await close_model(llm)
+        if self._tracing is not None:  # the last model calls' spans, exported (bounded)
+            await self._tracing.aclose()
+            self._tracing = None
         if self._store is not None:
             self._store.close()
         self.finished.set()
@@ -173,6 +184,8 @@ class Worker:
             return
         opened = await open_start(start, model_factory=self._model_factory, emit=self._emit)
         self._start, self._store, self._session_id = start, opened.store, opened.session_id
+        if start.telemetry is not None:
+            self._tracing = _tracing(start.telemetry)
         self._ask_rules = AskRules(start.permissions)
         self._start_settings = start.provider
         self._slot = ModelSlot(opened.llm, start.model)
@@ -241,7 +254,11 @@ class Worker:
                              emit=self._emit, resuming=text == self._resume)
             self._resume = None
         self._turn = turn
-        self._task = asyncio.get_running_loop().create_task(self._run_turn(turn))
+        context = contextvars.copy_context()
+        if self._tracing is not None and self._traceparent is not None:
+            context.run(TURN.set, self._tracing.turn_trace(self._traceparent))
+        self._traceparent = None
+        self._task = asyncio.get_running_loop().create_task(self._run_turn(turn), context=context)
 
     def _resume_autonomous(self) -> None:
         """A run a dead worker left unfinished (its progress file has no stop reason) goes on now."""
@@ -313,3 +330,17 @@ class Worker:
             return
         self._models.append(llm)
         self._slot.llm, self._slot.spec = llm, settings.spec
+
+
+if TYPE_CHECKING:
+    from .tracing import WorkerTracing
+
+
+def _tracing(settings: WorkerTelemetry) -> WorkerTracing | None:
+    """The worker's tracer (the SDK loads only now), or ``None`` without ``corral[otel]``."""
+    try:
+        from .tracing import WorkerTracing
+    except ImportError as exc:
+        log.warning("telemetry: the model calls are not traced (%s); install corral[otel]", exc)
+        return None
+    return WorkerTracing(settings)
