@@ -50,7 +50,7 @@ from actors.vendors.detection import DetectionCache, prewarm
 from actors.vendors.opencode.servers import OpenCodeServers
 from actors.workspace import Workspaces, WorkspacesConfig
 from actors.workspace.requests import WorktreeRequests
-from protocol.errors import UnknownMethod
+from protocol.errors import ConfigInvalid, UnknownMethod
 from protocol.messages import (
     ClientRequest,
     DaemonShutdown,
@@ -65,6 +65,7 @@ from protocol.messages import (
     McpListResult,
     McpRestart,
     McpServerResult,
+    PlacementStatusRequest,
     SessionClose,
     SessionCompact,
     SessionCreate,
@@ -89,6 +90,9 @@ from supervisor.acp.config import AcpConfig
 from supervisor.cli import commands
 from supervisor.config import LoadedConfig, load_config
 from supervisor.mcpserver.front import McpFront
+from supervisor.placement.backend import LocalPlacement, PlacementBackend
+from supervisor.placement.config import PlacementConfig
+from supervisor.placement.policy import wanted_node
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
@@ -131,6 +135,7 @@ class Config(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     lsp: LspConfig = LspConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
     acp: AcpConfig = AcpConfig()
+    placement: PlacementConfig = PlacementConfig()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -277,6 +282,7 @@ class App:
         self.mcp_front = McpFront(host.state.root, lambda: host.port,
                                   extra_origins=self.config.daemon.allowed_origins)
         host.routes["/mcp"] = self.mcp_front.splice
+        self.placement = _placement(self.config.placement, host, self.sessions)
         native = self.sessions.drivers.get("native")
         if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
             native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
@@ -311,8 +317,11 @@ class App:
                 ChildSpec(id="mcp-http", start=self.mcp_front.run, shutdown=3.0), *detection]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
-        if isinstance(request, SessionCreate) and request.prompt is None:
-            request = _goal_as_prompt(request)
+        if isinstance(request, SessionCreate):
+            # A node the backend cannot place on is refused before anything is made.
+            await self.placement.place(wanted_node(request.options))
+            if request.prompt is None:
+                request = _goal_as_prompt(request)
         match request:
             case DaemonStatus():
                 return DaemonStatusResult(
@@ -324,6 +333,8 @@ class App:
             case DaemonShutdown():
                 self.host.stop()
                 return Empty()
+            case PlacementStatusRequest():
+                return await self.placement.status()
             case HarnessList(models=models):
                 return HarnessListResult(harnesses=await self.sessions.detections(models=models))
             case SessionCreate(workspace=WorkspaceSpec()):
@@ -381,6 +392,16 @@ class App:
         """A live session's request (its cwd and MCP servers), for the native workers' asks."""
         session = self.sessions.live.get(session_id)
         return session.core.request if session is not None else None
+
+
+def _placement(config: PlacementConfig, host: Host, sessions: SessionTable) -> PlacementBackend:
+    """The backend ``[placement] backend`` names (``local``: this machine, one node)."""
+    if config.backend != "local":
+        raise ConfigInvalid(f"[placement] backend {config.backend!r} is not available in this build")
+    def open_sessions() -> int:  # a closed session may linger in ``live`` a moment
+        return sum(1 for s in sessions.live.values() if s.info().state not in ("closed", "failed"))
+
+    return LocalPlacement(children=lambda: len(host.children()), sessions=open_sessions)
 
 
 def _goal_as_prompt(request: SessionCreate) -> SessionCreate:

@@ -52,6 +52,11 @@ class ErrorCode(enum.StrEnum):
     MERGE_CONFLICT = "merge_conflict"
     TARGET_DIRTY = "target_dirty"
     GIT_FAILED = "git_failed"
+    # Placement (a backend other than local places session children on cluster nodes).
+    PLACEMENT_CWD_MISSING = "placement.cwd_missing"
+    PLACEMENT_BINARY_MISSING = "placement.binary_missing"
+    PLACEMENT_NO_NODE = "placement.no_node"
+    PLACEMENT_UNKNOWN_NODE = "placement.unknown_node"
 
 
 class CorralError(Exception):
@@ -302,3 +307,31 @@ class GitFailed(CorralError):
     carries git's own words (``data``: the command and its exit status)."""
 
     code = ErrorCode.GIT_FAILED
+
+
+class PlacementCwdMissing(CorralError):
+    """The session's ``cwd`` is not a directory on the node chosen for its child; the message
+    names the node's id and IP (a shared filesystem is the documented set-up)."""
+
+    code = ErrorCode.PLACEMENT_CWD_MISSING
+
+
+class PlacementBinaryMissing(CorralError):
+    """The harness's binary is not on the node chosen for the session's child; the message
+    names the binary and the node's id and IP."""
+
+    code = ErrorCode.PLACEMENT_BINARY_MISSING
+
+
+class PlacementNoNode(CorralError):
+    """No node can host a session's child now: none is alive with CPUs (or, with ``[placement]
+    node_resource`` set, none offers that resource)."""
+
+    code = ErrorCode.PLACEMENT_NO_NODE
+
+
+class PlacementUnknownNode(CorralError):
+    """``options.placement.node`` names no alive node (by id or IP) the backend may place on;
+    the message lists the ones it may."""
+
+    code = ErrorCode.PLACEMENT_UNKNOWN_NODE

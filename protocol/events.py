@@ -24,7 +24,7 @@ ErrorClass = Literal["auth", "limit", "entitlement", "overloaded", "protocol", "
 SessionState = Literal[
     "starting", "idle", "running", "waiting", "restarting", "closing", "closed", "failed"
 ]
-ExitReason = Literal["exited", "crashed", "killed", "closed", "daemon_restarted"]
+ExitReason = Literal["exited", "crashed", "killed", "closed", "daemon_restarted", "lost"]
 WorkspaceChange = Literal["created", "changed", "merged", "discarded"]
 PermissionMode = Literal["ask", "auto_edit", "auto", "inherit"]
 

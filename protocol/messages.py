@@ -41,6 +41,7 @@ from .requests import WorkspaceCommit as WorkspaceCommit
 from .requests import WorkspaceMerge as WorkspaceMerge
 from .requests import WorkspaceDiscard as WorkspaceDiscard
 from .requests import UiLoginCode as UiLoginCode
+from .requests import PlacementStatusRequest as PlacementStatusRequest
 from .requests import ClientRequest as ClientRequest
 from .requests import REQUEST_TYPES as REQUEST_TYPES
 from .results import Empty as Empty
@@ -60,4 +61,5 @@ from .results import McpServerResult as McpServerResult
 from .results import DiffResult as DiffResult
 from .results import CommitResult as CommitResult
 from .results import LoginCodeResult as LoginCodeResult
+from .results import PlacementStatus as PlacementStatus
 from .results import RESULT_TYPES as RESULT_TYPES

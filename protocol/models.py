@@ -98,6 +98,17 @@ class FileChange(Data, kw_only=True, frozen=True):
     removed: int
 
 
+class Placement(Data, kw_only=True, frozen=True):
+    """Where a session's child runs on a placement backend other than ``local``: the backend,
+    the node (its id and IP) and the incarnation (``epoch``: 1 for the first child, one more
+    for each restart or resume, each a new placement)."""
+
+    backend: str
+    node_id: str
+    node_ip: str
+    epoch: int
+
+
 class SessionInfo(Data, kw_only=True, frozen=True):
     """What a client sees of a session (``session.get``, ``session.list``, ``session.create``).
 
@@ -120,6 +131,9 @@ class SessionInfo(Data, kw_only=True, frozen=True):
     workspace: WorkspaceInfo | None = None
     permissions: PermissionMode = "ask"
     """The session's permission mode now (``session.set_permissions`` changes it)."""
+    placement: Placement | None = None
+    """Where its child runs (the last placement, kept once it ended); null on the ``local``
+    backend, where every child runs on the daemon's machine."""
 
 
 class ProviderInfo(Data, kw_only=True, frozen=True):
@@ -166,6 +180,22 @@ class ChildProcess(Data, kw_only=True, frozen=True):
     key: str
     kind: str
     pid: int
+    node_id: str | None = None
+    """The node it runs on (its ``pid`` is that node's); null for a child of the daemon's own
+    machine, which is every child on the ``local`` backend."""
+
+
+class NodeStatus(Data, kw_only=True, frozen=True):
+    """One node of the placement backend, as ``placement.status`` lists it: ``agent_pid`` is its
+    node agent's pid (on that node; null while none runs), ``children`` and ``sessions`` count
+    the live corral children and the open sessions placed on it."""
+
+    node_id: str
+    node_ip: str
+    alive: bool
+    agent_pid: int | None
+    children: int
+    sessions: int
 
 
 class ConnectionInfo(Data, kw_only=True, frozen=True):

@@ -148,6 +148,10 @@ class McpRestart(Request, tag="mcp.restart", kw_only=True, frozen=True):
     name: str
 
 
+class PlacementStatusRequest(Request, tag="placement.status", kw_only=True, frozen=True):
+    """The placement backend and its nodes, each with its node agent and its load."""
+
+
 MergeStrategy = Literal["merge", "squash", "rebase"]
 
 
@@ -223,6 +227,7 @@ ClientRequest = (
     | WorkspaceMerge
     | WorkspaceDiscard
     | UiLoginCode
+    | PlacementStatusRequest
 )
 """Every request a client may send after the handshake."""
 
@@ -234,6 +239,6 @@ REQUEST_TYPES: dict[str, type[Request]] = {
         SessionPermission, SessionSetModel, SessionClose, SessionResume, LspList, McpList,
         McpRestart, WorkspaceDiff, WorkspaceCommit, WorkspaceMerge, WorkspaceDiscard,
         UiLoginCode,
-        SessionCompact, SessionSetPermissions,
+        SessionCompact, SessionSetPermissions, PlacementStatusRequest,
     )
 }

@@ -12,7 +12,15 @@ import msgspec
 
 from .base import Data
 from .events import Delivery
-from .models import ChildProcess, ConnectionInfo, Detection, FileChange, McpServerInfo, SessionInfo
+from .models import (
+    ChildProcess,
+    ConnectionInfo,
+    Detection,
+    FileChange,
+    McpServerInfo,
+    NodeStatus,
+    SessionInfo,
+)
 
 
 class Empty(Data, kw_only=True, frozen=True):
@@ -134,6 +142,15 @@ class LoginCodeResult(Data, kw_only=True, frozen=True):
     expires_in: float
 
 
+class PlacementStatus(Data, kw_only=True, frozen=True):
+    """``placement.status``: the ``backend`` (``local``, ``ray``), the cluster ``address`` it
+    joined (null on ``local``) and its nodes, dead ones it still knows included."""
+
+    backend: str
+    address: str | None
+    nodes: list[NodeStatus]
+
+
 RESULT_TYPES: dict[str, type[Data]] = {
     "daemon.status": DaemonStatusResult,
     "daemon.shutdown": Empty,
@@ -159,5 +176,6 @@ RESULT_TYPES: dict[str, type[Data]] = {
     "workspace.merge": CommitResult,
     "workspace.discard": Empty,
     "ui.login_code": LoginCodeResult,
+    "placement.status": PlacementStatus,
 }
 """The result shape of each method, for clients that decode ``ok.result``."""

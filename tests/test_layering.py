@@ -186,6 +186,7 @@ SANS_IO = (
     "protocol.jsonrpc",
     "supervisor.acp.turns",
     "supervisor.mcpserver.turn",
+    "supervisor.placement.policy",
     "supervisor.server.connection_core",
 )
 """The sans-IO cores: every module whose docstring's summary says so, and the wire they share."""

@@ -13,6 +13,8 @@ from typing import Any
 from protocol.errors import BadRequest
 from protocol.messages import SessionCreate
 
+from supervisor.placement.policy import wanted_node
+
 __all__ = ["check_create"]
 
 
@@ -32,6 +34,7 @@ def check_create(request: SessionCreate) -> None:
             _text(f"{field}.headers", header)
             _text(f"{field}.headers.{header}", value)
     _walk("options", request.options or {})
+    wanted_node(request.options)  # options.placement's shape (which node: the backend's call)
 
 
 def _check_cwd(cwd: str) -> None:

@@ -30,13 +30,15 @@ __all__ = ["daemon", "start", "status", "stop"]
 
 def daemon(args: argparse.Namespace) -> int:
     entry: DaemonEntry = args.daemon_entry
-    daemonctl.run_foreground(_state(args), entry.run, entry.config, port=args.port, config=args.config)
+    daemonctl.run_foreground(_state(args), entry.run, entry.config, port=args.port, config=args.config,
+                             placement=_placement(args))
     return 0
 
 
 def start(args: argparse.Namespace) -> None:
     trio.run(lambda: daemonctl.start(_state(args), args.daemon_entry.module, port=args.port,
-                                        config=args.config, wait=args.wait, out=sys.stdout))
+                                        config=args.config, wait=args.wait, out=sys.stdout,
+                                        placement=_placement(args)))
 
 
 def stop(args: argparse.Namespace) -> None:
@@ -65,6 +67,10 @@ def status(args: argparse.Namespace) -> None:
     print(f"\nchildren ({len(children)})")
     if children:
         table([["KEY", "KIND", "PID"], *([c["key"], c["kind"], str(c["pid"])] for c in children)])
+
+
+def _placement(args: argparse.Namespace) -> daemonctl.PlacementFlags:
+    return daemonctl.PlacementFlags(backend=args.placement, address=args.ray_address)
 
 
 def _state(args: argparse.Namespace) -> Path:

@@ -17,7 +17,7 @@ import site
 import sys
 from pathlib import Path
 from collections.abc import Awaitable
-from typing import Any, Protocol, TextIO
+from typing import Any, NamedTuple, Protocol, TextIO
 
 import msgspec
 import psutil
@@ -28,9 +28,10 @@ from protocol.errors import CorralError, DaemonNotRunning, Timeout
 
 from supervisor import logformat
 from supervisor.config import LoadedConfig, load_config
+from supervisor.placement.config import with_flags
 from supervisor.statedir import DaemonFile, StateDir
 
-__all__ = ["DaemonRunner", "run_foreground", "start", "status_report", "stop"]
+__all__ = ["DaemonRunner", "PlacementFlags", "run_foreground", "start", "status_report", "stop"]
 
 POLL = 0.05
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -45,13 +46,26 @@ class DaemonRunner(Protocol):
                  task_status: trio.TaskStatus[DaemonFile] = ...) -> Awaitable[None]: ...
 
 
+class PlacementFlags(NamedTuple):
+    """``--placement`` and ``--ray-address`` of ``corral daemon``/``start`` (None: not given)."""
+
+    backend: str | None = None
+    address: str | None = None
+
+    def argv(self) -> list[str]:
+        """The flags again, for the daemon ``corral start`` spawns."""
+        return [*(["--placement", self.backend] if self.backend is not None else []),
+                *(["--ray-address", self.address] if self.address is not None else [])]
+
+
 def run_foreground(root: Path, run: DaemonRunner, root_config: type[Struct], *, port: int | None,
-                   config: str | None) -> None:
+                   config: str | None, placement: PlacementFlags = PlacementFlags()) -> None:
     """Run the daemon in this process until it stops; ``DaemonRunning`` if the directory is taken.
 
-    ``config`` (a path, else the default file if it exists) is loaded as ``root_config``.
+    ``config`` (a path, else the default file if it exists) is loaded as ``root_config``, whose
+    ``[placement]`` section the ``placement`` flags override (``ConfigInvalid`` for a bad one).
     """
-    loaded = load_config(root_config, config)
+    loaded = _with_placement(load_config(root_config, config), placement)
     state = StateDir(root)
     state.ensure()
     _log_to(state.log_path)
@@ -59,7 +73,7 @@ def run_foreground(root: Path, run: DaemonRunner, root_config: type[Struct], *, 
 
 
 async def start(root: Path, module: str, *, port: int | None, config: str | None, wait: float,
-                out: TextIO) -> None:
+                out: TextIO, placement: PlacementFlags = PlacementFlags()) -> None:
     """Start a daemon in the background and return once it answers; ``CorralError`` says why not."""
     running = await _running_pid(root)
     if running is not None:
@@ -68,7 +82,7 @@ async def start(root: Path, module: str, *, port: int | None, config: str | None
     state = StateDir(root)
     offset = await trio.to_thread.run_sync(_prepare, state)
     pid = await trio.to_thread.run_sync(functools.partial(_spawn, state, module, port=port,
-                                                          config=config))
+                                                          config=config, extra=placement.argv()))
     deadline = trio.current_time() + wait
     while True:
         finished, code = os.waitpid(pid, os.WNOHANG)
@@ -128,8 +142,18 @@ def _prepare(state: StateDir) -> int:
     return state.log_path.stat().st_size if state.log_path.exists() else 0
 
 
-def _spawn(state: StateDir, module: str, *, port: int | None, config: str | None) -> int:
-    argv = [sys.executable, "-m", module, "daemon", "--state-dir", str(state.root)]
+def _with_placement(loaded: LoadedConfig[Any], flags: PlacementFlags) -> LoadedConfig[Any]:
+    """``loaded`` with the command line's placement flags over its ``[placement]`` section."""
+    if flags == PlacementFlags():
+        return loaded
+    placement = with_flags(loaded.config.placement, backend=flags.backend, address=flags.address)
+    return msgspec.structs.replace(
+        loaded, config=msgspec.structs.replace(loaded.config, placement=placement))
+
+
+def _spawn(state: StateDir, module: str, *, port: int | None, config: str | None,
+           extra: list[str]) -> int:
+    argv = [sys.executable, "-m", module, "daemon", "--state-dir", str(state.root), *extra]
     if port is not None:
         argv += ["--port", str(port)]
     if config is not None:

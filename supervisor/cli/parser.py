@@ -64,6 +64,11 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
         sub = command(name, f".daemon:{name}", verb)
         sub.add_argument("--port", type=int, help="TCP port (0: any free port; default: config)")
         sub.add_argument("--config", metavar="FILE", help="configuration file")
+        sub.add_argument("--placement", choices=("local", "ray"),
+                         help="where session children run (default: config [placement] backend)")
+        sub.add_argument("--ray-address", metavar="ADDR",
+                         help="with --placement ray: the cluster, auto, HOST:PORT or "
+                              "ray://HOST:PORT (default: config [placement] address)")
         if name == "start":
             sub.add_argument("--wait", type=float, default=20.0, metavar="SECONDS",
                              help="how long to wait for the daemon to be ready (default 20)")
@@ -102,6 +107,8 @@ def build_parser(extra: Callable[[CommandAdder], None] | None = None) -> argpars
     sub = command("harnesses", ".services:harnesses", "List harnesses and whether they are available.")
     sub.add_argument("--models", action="store_true", help="add the models each harness offers")
     sub.add_argument("--json", action="store_true", help="print JSON (harness.list's detections)")
+    command("nodes", ".services:nodes", "List the placement backend's nodes and their load.").add_argument(
+        "--json", action="store_true", help="print JSON (placement.status's result)")
     sub = command("lsp", ".services:lsp", "Language servers: `corral lsp ls` lists them.")
     sub.add_argument("what", choices=("ls",), help="ls: one row per (workspace root, server)")
     sub.add_argument("--json", action="store_true", help="print JSON")

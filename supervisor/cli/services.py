@@ -1,5 +1,5 @@
-"""The commands about what the daemon offers: ``harnesses``, ``lsp ls``, ``mcp ls|restart``,
-and ``protocol schema`` (the client protocol's JSON Schema, printed without a daemon)."""
+"""The commands about what the daemon offers: ``harnesses``, ``nodes``, ``lsp ls``,
+``mcp ls|restart``, and ``protocol schema`` (the client protocol's JSON Schema, printed without a daemon)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import msgspec
 import trio
 
 from protocol.errors import ProtocolError
-from protocol.messages import LspList, LspListResult
+from protocol.messages import LspList, LspListResult, PlacementStatus
 from protocol.models import Detection, McpServerInfo
 from protocol.schema import client_protocol_schema
 
@@ -21,7 +21,7 @@ from supervisor.cli.tables import table
 from supervisor.client import open_client
 from supervisor.statedir import resolve_state_dir
 
-__all__ = ["harnesses", "lsp", "mcp", "protocol"]
+__all__ = ["harnesses", "lsp", "mcp", "nodes", "protocol"]
 
 
 def harnesses(args: argparse.Namespace) -> None:
@@ -37,6 +37,25 @@ def harnesses(args: argparse.Namespace) -> None:
         print(msgspec.json.encode(found).decode())
     else:
         table(harness_rows(found, models=args.models))
+
+
+def nodes(args: argparse.Namespace) -> None:
+    """``corral nodes``: one row per node of the placement backend (``--json``: the result)."""
+    async def fetch() -> PlacementStatus:
+        async with open_client(_state(args)) as client:
+            return await client.placement()
+
+    found = trio.run(fetch)
+    if args.json:
+        print(msgspec.json.encode(found).decode())
+        return
+    print(f"placement {found.backend}" + (f" · {found.address}" if found.address else ""))
+    if not found.nodes:
+        print("no nodes")
+        return
+    table([["NODE", "IP", "ALIVE", "AGENT", "CHILDREN", "SESSIONS"],
+           *([n.node_id, n.node_ip, "yes" if n.alive else "no", str(n.agent_pid or "-"),
+              str(n.children), str(n.sessions)] for n in found.nodes)])
 
 
 def lsp(args: argparse.Namespace) -> None:

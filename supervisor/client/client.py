@@ -47,6 +47,8 @@ from protocol.messages import (
     McpRestart,
     McpServerResult,
     Ok,
+    PlacementStatus,
+    PlacementStatusRequest,
     PromptResult,
     Request,
     SessionClose,
@@ -186,6 +188,10 @@ class Client:
     async def mcp_restart(self, name: str) -> McpServerInfo:
         """``mcp.restart``: start server ``name`` afresh (a failed one too); its state after."""
         return (await self._call(McpRestart(id=0, name=name), McpServerResult)).server
+
+    async def placement(self) -> PlacementStatus:
+        """``placement.status``: the placement backend and its nodes with their load."""
+        return await self._call(PlacementStatusRequest(id=0), PlacementStatus)
 
     # --- events -----------------------------------------------------------------------------
 

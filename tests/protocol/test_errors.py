@@ -15,6 +15,8 @@ GOLDEN = [
     "mcp.unknown_server", "mcp.unknown_tool", "mcp.server_failed", "mcp.server_crashed",
     "mcp.start_failed", "mcp.call_timeout", "mcp.call_failed",
     "merge_conflict", "target_dirty", "git_failed",
+    "placement.cwd_missing", "placement.binary_missing", "placement.no_node",
+    "placement.unknown_node",
 ]
 
 

@@ -64,7 +64,7 @@ def test_request_methods_are_exactly_the_protocol_table() -> None:
         # additions beyond PROTOCOL.md's core table:
         "lsp.list", "session.resume", "mcp.list", "mcp.restart", "session.compact",
         "workspace.diff", "workspace.commit", "workspace.merge", "workspace.discard", "ui.login_code",
-        "session.set_permissions",
+        "session.set_permissions", "placement.status",
     }
     assert set(messages.RESULT_TYPES) == set(messages.REQUEST_TYPES)
 
