@@ -311,7 +311,12 @@ class App:
                                 start=functools.partial(prewarm, self.sessions.detections,
                                                         PREWARM_DELAY))]
                      if self.config.harnesses.prewarm else [])
+        # The Ray gateway before sessions too: sessions stop (their children closed) before it
+        # ends every node agent.
+        engine = getattr(self.placement, "engine", None)  # the ray backend's gateway
+        placement = [ChildSpec(id="placement", start=engine.run, shutdown=20.0)] if engine else []
         return [reconcile, *self.mcp.children(), lsp, opencode, self.forks.child_spec("native"),
+                *placement,
                 ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                           shutdown=self.config.daemon.shutdown_timeout + 5),
                 ChildSpec(id="mcp-http", start=self.mcp_front.run, shutdown=3.0), *detection]
@@ -395,9 +400,17 @@ class App:
 
 
 def _placement(config: PlacementConfig, host: Host, sessions: SessionTable) -> PlacementBackend:
-    """The backend ``[placement] backend`` names (``local``: this machine, one node)."""
+    """The backend ``[placement] backend`` names (``local``: this machine, one node; ``ray``:
+    the nodes of a Ray cluster, through a gateway process: the daemon never imports Ray)."""
+    if config.backend == "ray":
+        from supervisor.placement.ray.backend import RayBackend
+
+        backend = RayBackend(config, host.state.root, host.ledger)
+        sessions.opener = backend.open  # every harness's child is opened on a node
+        return backend
     if config.backend != "local":
         raise ConfigInvalid(f"[placement] backend {config.backend!r} is not available in this build")
+
     def open_sessions() -> int:  # a closed session may linger in ``live`` a moment
         return sum(1 for s in sessions.live.values() if s.info().state not in ("closed", "failed"))
 

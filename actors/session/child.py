@@ -22,12 +22,18 @@ and the runner is closed (it kills what the jobs left running: terminal process 
 
 How a child is spawned is one function, ``spawn_process``; a driver with a ``spawn`` attribute
 of the same shape replaces it (a native harness forks its worker from a fork server; tests run
-children in memory).
+children in memory). A placement backend other than ``local`` gives the session an ``opener``
+(``open_child``'s shape, plus the ``node`` the session named in ``options.placement``): every
+child is then opened through it, on a node of the cluster, a driver's own ``spawn`` included when
+it takes an ``opener``; the child it yields has the same interface, and its ``placement`` goes to
+the session with ``ChildSpawned``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -52,6 +58,7 @@ from actors.session.messages import (
 )
 from protocol.errors import ActorGone, ChildExited, CorralError, IntensityExceeded
 from actors.session.config import KILL_MARGIN, SessionsConfig
+from supervisor.placement.policy import wanted_node
 from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.child import Goodbye, open_child
 from supervisor.proc.spec import ExitStatus, ProcessSpec
@@ -81,11 +88,14 @@ closing it (bounded) on the way out."""
 
 
 @asynccontextmanager
-async def spawn_process(launch: Launch, spec: ProcessSpec, ledger: Any) -> AsyncIterator[HarnessChild]:
-    """The default spawn: write the launch's files (mode 0600), then ``open_child``."""
+async def spawn_process(launch: Launch, spec: ProcessSpec, ledger: Any,
+                        opener: Any = None) -> AsyncIterator[HarnessChild]:
+    """The default spawn: write the launch's files (mode 0600), then ``open_child`` (or
+    ``opener(spec, ledger)``: a placement backend's)."""
     if launch.files:
         await trio.to_thread.run_sync(_write_files, launch.files)
-    async with open_child(spec, ledger=ledger) as child:
+    opened = open_child(spec, ledger=ledger) if opener is None else opener(spec, ledger)
+    async with opened as child:
         yield child
 
 
@@ -117,7 +127,8 @@ class Harness:
 
     def __init__(self, *, driver: Driver, session_id: str, harness: str, sessions: SessionsConfig,
                  children: ChildrenConfig, ledger: Any, tell: Callable[[Input], Awaitable[None]],
-                 request: Callable[[], HarnessRequest], frame_log: FrameLog | None = None) -> None:
+                 request: Callable[[], HarnessRequest], frame_log: FrameLog | None = None,
+                 opener: Any = None) -> None:
         self.driver = driver
         self.session_id = session_id
         self.harness = harness
@@ -131,6 +142,8 @@ class Harness:
         self._request = request
         self._gens = itertools.count(1)
         self._spawn: Spawn = getattr(driver, "spawn", None) or spawn_process
+        self._opener = opener
+        """A placement backend's ``open`` (``None``: children run here, ``open_child``)."""
 
     async def supervise(self, *, rng: Any = None,
                         task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
@@ -158,8 +171,8 @@ class Harness:
         async with AsyncExitStack() as stack:
             try:
                 launch = self.driver.launch(request)
-                child = await stack.enter_async_context(self._spawn(launch, self._spec(gen, launch, request),
-                                                                    self.ledger))
+                child = await stack.enter_async_context(self._open(launch, self._spec(gen, launch, request),
+                                                                   request))
             except Exception as exc:  # a child that cannot start has crashed: the planner decides
                 task_status.started(None)
                 code, message = _describe_failure(exc)
@@ -176,7 +189,8 @@ class Harness:
                         running.runner = await work.enter_async_context(opened)
                         running.jobs = await work.enter_async_context(trio.open_nursery())
                         work.callback(running.jobs.cancel_scope.cancel)  # first on the way out
-                    await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid))
+                    await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid,
+                                                  placement=getattr(child, "placement", None)))
                     status = await self._pump(running)
                     running.jobs = None
                 if status is None:
@@ -188,6 +202,18 @@ class Harness:
                 del self.running[gen]
         if not running.asked.is_set():
             raise ChildExited(f"harness child {gen} {describe_exit(status)}")
+
+    def _open(self, launch: Launch, spec: ProcessSpec,
+              request: HarnessRequest) -> AbstractAsyncContextManager[HarnessChild]:
+        """The child's spawn: the driver's (or ``spawn_process``), through the opener if any."""
+        if self._opener is None:
+            return self._spawn(launch, spec, self.ledger)
+        opener = functools.partial(self._opener, node=wanted_node(request.options) or "")
+        if self._spawn is spawn_process:
+            return spawn_process(launch, spec, self.ledger, opener)
+        if "opener" in inspect.signature(self._spawn).parameters:
+            return self._spawn(launch, spec, self.ledger, opener=opener)  # type: ignore[call-arg]
+        return self._spawn(launch, spec, self.ledger)  # a shared server of the daemon's (OpenCode)
 
     async def write(self, gen: int, data: bytes) -> None:
         """Send ``data`` to generation ``gen`` if it still runs; a dead child gets nothing."""

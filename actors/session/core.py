@@ -355,6 +355,8 @@ class SessionCore:
         self._new_generation(msg.gen)
         translator = s.driver.translator(msg.request)
         s.translator, s.pid = translator, msg.pid
+        if msg.placement is not None:
+            s.placement = msg.placement
         s.tracker.reset(s.now)
         s.move("ready" if translator.ready else "spawned")
         s.outputs(translator.start(s.now))

@@ -40,6 +40,8 @@ class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
     offload: Any = None
     rng: Any = None
     after_result: Any = None  # Callable[[str], Awaitable[Event | None]]
+    opener: Any = None
+    """A placement backend's ``open`` (``actors.session.child``); ``None``: children run here."""
 
 
 async def in_thread(call: Callable[[], T]) -> T:

@@ -75,6 +75,8 @@ class SessionTable:
         self.state_dir = state_dir
         self.after_result = after_result
         """``SessionDeps.after_result`` of every session (the workspaces' changed-files count)."""
+        self.opener: Any = None
+        """``SessionDeps.opener`` of every session: the placement backend's, when not local."""
         self.root = state_dir / "sessions"
         self.config = config
         self.ledger = ledger
@@ -175,7 +177,8 @@ class SessionTable:
                 frame_log.close()
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
-                           ledger=self.ledger, directory=directory, after_result=self.after_result)
+                           ledger=self.ledger, directory=directory, after_result=self.after_result,
+                           opener=self.opener)
         session = (await _session_class())(meta, harness_request, deps, event_log, frame_log)
         await self._start(supervisor, session, frame_log, event_log)
         if request.prompt:
@@ -255,7 +258,8 @@ class SessionTable:
                 frame_log.close()
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
-                           ledger=self.ledger, directory=directory, after_result=self.after_result)
+                           ledger=self.ledger, directory=directory, after_result=self.after_result,
+                           opener=self.opener)
         session = (await _session_class())(meta, harness_request, deps, event_log, frame_log,
                                            resumed=True)
         session.feed = ended.feed  # subscribers of the closed session follow the resumed one

@@ -34,7 +34,15 @@ from typing import Any
 import msgspec
 import trio
 
-from protocol.errors import ChildExited, CorralError, FrameTooLarge, LaunchFailed, ProtocolError
+from protocol.errors import (
+    ChildExited,
+    CorralError,
+    FrameTooLarge,
+    LaunchFailed,
+    ProtocolError,
+    error_from_wire,
+)
+from protocol.models import Placement
 from protocol.framing import LengthPrefixFramer
 from supervisor.placement.ray.remote_ledger import RemoteLedger, RemoteRow
 from supervisor.placement.ray.wire import (
@@ -60,7 +68,7 @@ from supervisor.proc.pipes import FrameIterator, framer_factory
 from supervisor.proc.recorder import SpawnRecorder
 from supervisor.proc.spec import ExitStatus
 
-__all__ = ["RayPlacement", "RemoteChild", "Refused"]
+__all__ = ["RayPlacement", "RemoteChild"]
 
 log = logging.getLogger("corral.placement")
 
@@ -74,16 +82,6 @@ READY_TIMEOUT = 120.0
 _REQUEST_TIMEOUT = 90.0
 _LOST_MARGIN = 5.0
 """Seconds past a child's shutdown a close waits for the agent before it counts the child lost."""
-
-
-class Refused(CorralError):
-    """A placement refusal whose code the gateway named (``placement.*``, ``launch_failed``)."""
-
-    code = LaunchFailed.code
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message, data={"code": code})
-        self.placement_code = code
 
 
 class RemoteChild:
@@ -141,6 +139,11 @@ class RemoteChild:
 
     def frames(self) -> AsyncIterator[bytes]:
         return FrameIterator(self.receive_frame)
+
+    @property
+    def placement(self) -> Placement:
+        """Where it runs, as sessions report it."""
+        return Placement(backend="ray", node_id=self.node_id, node_ip=self.node_ip, epoch=self.epoch)
 
     def stderr_tail(self) -> list[str]:
         """Stderr stays on the node (in its agent's log)."""
@@ -276,15 +279,15 @@ class RayPlacement:
     @asynccontextmanager
     async def open(self, spec: ProcessSpec, ledger: Any = None, *, node: str = "") -> AsyncIterator[RemoteChild]:
         """``open_child`` for a session child on a node (``node``: an id or IP, ``""``: the
-        policy's choice). Raises ``Refused`` (``placement.cwd_missing``/``binary_missing``/
-        ``no_node``, ``launch_failed``). Leaving the block closes the child (bounded)."""
+        policy's choice). Raises ``PlacementCwdMissing``, ``PlacementBinaryMissing`` (their
+        messages name the node's id and IP), ``PlacementNoNode`` or ``LaunchFailed``. Leaving the block closes the child (bounded)."""
         session_id, epoch = _identity(spec)
         env = {k: v for k, v in spec.env.items()}
         answer = await self._request(lambda i: Spawn(
             id=i, session_id=session_id, epoch=epoch, argv=list(spec.argv), env=env, cwd=spec.cwd,
             shutdown=spec.shutdown, kind=spec.kind, node=node))
-        if isinstance(answer, SpawnRefused):
-            raise Refused(answer.code, answer.message)
+        if isinstance(answer, SpawnRefused):  # placement.cwd_missing, binary_missing, no_node...
+            raise error_from_wire(answer.code, answer.message, {"node": node} if node else None)
         if not isinstance(answer, Spawned):
             raise LaunchFailed("the Ray gateway is gone")
         child = RemoteChild(self, spec, session_id, epoch, answer)

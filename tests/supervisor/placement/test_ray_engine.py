@@ -13,7 +13,8 @@ import psutil
 import pytest
 import trio
 
-from supervisor.placement.ray.client import RayPlacement, Refused
+from protocol.errors import PlacementBinaryMissing, PlacementCwdMissing
+from supervisor.placement.ray.client import RayPlacement
 from supervisor.proc.spec import ProcessSpec
 from tests.raycluster import RayCluster
 
@@ -62,14 +63,12 @@ async def test_children_spread_over_both_nodes(placement: RayPlacement, ray_clus
 
 async def test_missing_cwd_and_binary_name_the_node(placement: RayPlacement, tmp_path: object) -> None:
     with trio.fail_after(60):
-        with pytest.raises(Refused) as cwd:
+        with pytest.raises(PlacementCwdMissing) as cwd:
             async with placement.open(_spec("c", 1, cwd="/nonexistent/corral-cwd")):
                 pass
-        assert cwd.value.placement_code == "placement.cwd_missing"
-        with pytest.raises(Refused) as binary:
+        with pytest.raises(PlacementBinaryMissing) as binary:
             async with placement.open(_spec("c", 2, argv=["corral-no-such-binary"])):
                 pass
-        assert binary.value.placement_code == "placement.binary_missing"
         listed = await placement.nodes()
         assert listed is not None
         named = [n for n in listed.nodes if n.node_id in binary.value.message]

@@ -1,0 +1,107 @@
+"""Sessions on a Ray cluster, end to end: a real daemon with ``[placement] backend = "ray"`` on
+the shared loopback cluster (``tests.raycluster``), its gateway and node agents, real children.
+
+A fake session's child runs on a node (its process carries that node's marker), answers a
+prompt through the agent, and sessions spread over both nodes; the SIGKILL of a node agent ends
+its sessions' children with ``exit {reason: lost}`` and restarts them (on a live node) within
+two seconds, with no child of the dead agent left alive.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.raycluster import RayCluster
+
+from .daemonproc import DaemonProc, RawClient, raw_client, start_daemon, stop_daemon, wait_gone
+
+pytestmark = pytest.mark.slow
+
+NODE_ENV = "CORRAL_NODE_ID"
+
+
+def _kind(frame: dict[str, Any]) -> str:
+    return str(frame["event"]["type"])
+
+
+@pytest.fixture
+async def ray_daemon(ray_cluster: RayCluster, tmp_path: Path) -> AsyncIterator[DaemonProc]:
+    config = tmp_path / "corral.toml"
+    config.write_text(f'[placement]\nbackend = "ray"\naddress = "{ray_cluster.address}"\n'
+                      'heartbeat_timeout = 3.0\n')
+    proc = await start_daemon(tmp_path / "state", config=str(config), timeout=180)
+    try:
+        yield proc
+    finally:
+        await stop_daemon(proc, timeout=60)
+
+
+async def _session(client: RawClient, cwd: Path) -> dict[str, Any]:
+    session: dict[str, Any] = (await client.ok("session.create", harness="fake", cwd=str(cwd)))["session"]
+    await client.ok("session.subscribe", session_id=session["id"])
+    await client.events_until(session["id"], lambda f: _kind(f) == "init", timeout=60)
+    got: dict[str, Any] = (await client.ok("session.get", session_id=session["id"]))["session"]
+    return got
+
+
+def _node_of(pid: int) -> str | None:
+    try:
+        return psutil.Process(pid).environ().get(NODE_ENV)
+    except psutil.Error:
+        return None
+
+
+async def test_a_fake_session_runs_on_a_node_and_sessions_spread(ray_daemon: DaemonProc, tmp_path: Path) -> None:
+    async with raw_client(ray_daemon) as client:
+        first = await _session(client, tmp_path)
+        placement = first["placement"]
+        assert placement["backend"] == "ray" and placement["epoch"] == 1
+        assert _node_of(first["pid"]) == placement["node_id"]  # the child is the agent's, not ours
+        assert first["pid"] not in {p.pid for p in ray_daemon.descendants()}
+        await client.ok("session.prompt", session_id=first["id"], text="hello node")
+        turn = await client.events_until(first["id"], lambda f: _kind(f) == "result", timeout=60)
+        assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "echo: hello node"
+
+        second = await _session(client, tmp_path)
+        assert second["placement"]["node_id"] != placement["node_id"]
+        status = await client.ok("placement.status")
+        hosting = {n["node_id"]: n["sessions"] for n in status["nodes"] if n["sessions"]}
+        assert hosting == {placement["node_id"]: 1, second["placement"]["node_id"]: 1}
+        assert status["backend"] == "ray"
+
+        for session in (first, second):
+            await client.ok("session.close", session_id=session["id"])
+        assert wait_gone([first["pid"], second["pid"]]) == []
+
+
+async def test_sigkill_of_a_node_agent_is_lost_and_restarted(ray_daemon: DaemonProc, tmp_path: Path) -> None:
+    async with raw_client(ray_daemon) as client:
+        session = await _session(client, tmp_path)
+        sid, child = session["id"], session["pid"]
+        status = await client.ok("placement.status")
+        (agent,) = [n["agent_pid"] for n in status["nodes"]
+                    if n["node_id"] == session["placement"]["node_id"]]
+        killed_at = time.monotonic()
+        os.kill(agent, signal.SIGKILL)
+        frames = await client.events_until(sid, lambda f: _kind(f) == "restarted", timeout=30)
+        restarted_after = time.monotonic() - killed_at
+        exit_event = next(f["event"] for f in frames if _kind(f) == "exit")
+        assert exit_event["reason"] == "lost"
+        assert exit_event["exit_code"] is None and exit_event["signal"] is None
+        assert restarted_after < 2.0, f"restarted {restarted_after:.2f} s after the agent's death"
+        assert wait_gone([child], timeout=5) == []
+        await client.events_until(sid, lambda f: _kind(f) == "init", timeout=60)
+        again = (await client.ok("session.get", session_id=sid))["session"]
+        assert again["placement"]["epoch"] == 2 and again["pid"] != child
+        await client.ok("session.prompt", session_id=sid, text="still here")
+        turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=60)
+        assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "echo: still here"
+        await client.ok("session.close", session_id=sid)
