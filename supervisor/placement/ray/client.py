@@ -324,7 +324,7 @@ class RayPlacement:
         with trio.fail_after(_REQUEST_TIMEOUT):
             await self._connected.wait()
         request = next(self._requests)
-        event, box = trio.Event(), []
+        event, box = trio.Event(), list[GatewayFrame]()
         self._waiting[request] = (event, box)
         try:
             await self._send(make(request))

@@ -28,7 +28,7 @@ class _Frame(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_d
     pass
 
 
-class Spawn(_Frame, tag="spawn"):
+class Spawn(_Frame, tag="spawn", frozen=True):
     """Start epoch ``epoch`` of ``session_id``'s child on ``node`` (a node id; ``""``: any)."""
 
     id: int
@@ -42,7 +42,7 @@ class Spawn(_Frame, tag="spawn"):
     node: str = ""
 
 
-class Spawned(_Frame, tag="spawned"):
+class Spawned(_Frame, tag="spawned", frozen=True):
     """The child of ``Spawn`` ``id`` runs: where, and its identity on that node."""
 
     id: int
@@ -55,7 +55,7 @@ class Spawned(_Frame, tag="spawned"):
     boot_id: str = ""
 
 
-class SpawnRefused(_Frame, tag="spawn_refused"):
+class SpawnRefused(_Frame, tag="spawn_refused", frozen=True):
     """The child of ``Spawn`` ``id`` did not start: a stable ``code`` and a one-line message."""
 
     id: int
@@ -63,7 +63,7 @@ class SpawnRefused(_Frame, tag="spawn_refused"):
     message: str
 
 
-class Send(_Frame, tag="send"):
+class Send(_Frame, tag="send", frozen=True):
     """Bytes for the child's stdin, as is."""
 
     session_id: str
@@ -71,7 +71,7 @@ class Send(_Frame, tag="send"):
     data: bytes
 
 
-class Close(_Frame, tag="close"):
+class Close(_Frame, tag="close", frozen=True):
     """Close the child (stdin, then SIGTERM/SIGKILL within its shutdown; ``brutal``: SIGKILL)."""
 
     session_id: str
@@ -79,7 +79,7 @@ class Close(_Frame, tag="close"):
     brutal: bool = False
 
 
-class Nodes(_Frame, tag="nodes"):
+class Nodes(_Frame, tag="nodes", frozen=True):
     """Ask for the cluster's nodes (answered by ``NodeList``)."""
 
     id: int
@@ -97,33 +97,33 @@ class Node(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
     children: list[tuple[str, int]] = []
 
 
-class NodeList(_Frame, tag="node_list"):
+class NodeList(_Frame, tag="node_list", frozen=True):
     id: int
     address: str
     nodes: list[Node]
 
 
-class Reconcile(_Frame, tag="reconcile"):
+class Reconcile(_Frame, tag="reconcile", frozen=True):
     """Kill every child of every live agent whose ``(session_id, epoch)`` is not in ``keep``."""
 
     id: int
     keep: list[tuple[str, int]] = []
 
 
-class StopAgents(_Frame, tag="stop_agents"):
+class StopAgents(_Frame, tag="stop_agents", frozen=True):
     """Kill every child and end every agent (``corral stop``)."""
 
     id: int
 
 
-class Reconciled(_Frame, tag="reconciled"):
+class Reconciled(_Frame, tag="reconciled", frozen=True):
     """The ``(node_id, session_id, epoch, pid)`` of each child killed."""
 
     id: int
     killed: list[tuple[str, str, int, int]] = []
 
 
-class Output(_Frame, tag="output"):
+class Output(_Frame, tag="output", frozen=True):
     """A batch of the child's stdout, raw."""
 
     session_id: str
@@ -131,7 +131,7 @@ class Output(_Frame, tag="output"):
     data: bytes
 
 
-class Exited(_Frame, tag="exited"):
+class Exited(_Frame, tag="exited", frozen=True):
     """The child's end; its last ``Output`` came before."""
 
     session_id: str
