@@ -105,3 +105,34 @@ async def test_sigkill_of_a_node_agent_is_lost_and_restarted(ray_daemon: DaemonP
         turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=60)
         assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "echo: still here"
         await client.ok("session.close", session_id=sid)
+
+
+async def test_sigkill_of_a_raylet_restarts_the_session_on_the_other_node(
+        ray_daemon: DaemonProc, ray_cluster: RayCluster, tmp_path: Path) -> None:
+    async with raw_client(ray_daemon) as client:
+        session = await _session(client, tmp_path)
+        sid, child, node_id = session["id"], session["pid"], session["placement"]["node_id"]
+        (node,) = [n for n in ray_cluster.workers if n.node_id == node_id]
+        status = await client.ok("placement.status")
+        (agent,) = [n["agent_pid"] for n in status["nodes"] if n["node_id"] == node_id]
+        killed_at = time.monotonic()
+        node.kill_raylet()  # SIGKILL; the agent and its child live on, unaware
+        try:
+            frames = await client.events_until(sid, lambda f: _kind(f) == "restarted", timeout=30)
+            restarted_at = time.monotonic()
+            assert restarted_at - killed_at < 10.0
+            assert next(f["event"] for f in frames if _kind(f) == "exit")["reason"] == "lost"
+            # The fence: the old agent hears no heartbeat, kills its child and exits.
+            assert wait_gone([child, agent], timeout=3.0 + 2.0) == [], \
+                f"old epoch alive {time.monotonic() - restarted_at:.1f} s after restarted"
+            await client.events_until(sid, lambda f: _kind(f) == "init", timeout=60)
+            again = (await client.ok("session.get", session_id=sid))["session"]
+            assert again["placement"]["node_id"] != node_id and again["placement"]["epoch"] == 2
+            await client.ok("session.prompt", session_id=sid, text="moved")
+            turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=60)
+            assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "echo: moved"
+            await client.ok("session.close", session_id=sid)
+        finally:  # the shared cluster gets a second live node back
+            ray_cluster.cluster.remove_node(node, allow_graceful=False)
+            ray_cluster.workers.remove(node)
+            ray_cluster.add_node()

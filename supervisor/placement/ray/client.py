@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import itertools
 import logging
 import sys
@@ -200,7 +201,9 @@ class RayPlacement:
         self.address = address
         self.heartbeat_timeout = heartbeat_timeout
         self.node_resource = node_resource
-        self.namespace = namespace or f"corral-{abs(hash(str(self.state_dir.resolve()))):x}"
+        # Stable across daemons of one state directory: a restarted daemon finds its agents.
+        digest = hashlib.sha256(str(self.state_dir.resolve()).encode()).hexdigest()[:16]
+        self.namespace = namespace or f"corral-{digest}"
         self.remote_ledger = RemoteLedger(self.state_dir)
         self.children: dict[tuple[str, int], RemoteChild] = {}
         self.stale_dropped = 0
@@ -247,11 +250,15 @@ class RayPlacement:
                     task_status.started(self)
                     try:
                         await gateway.wait()
+                    except trio.Cancelled:
+                        if self._stream is not None:  # the daemon stops: so does every agent
+                            with trio.move_on_after(10.0) as scope, contextlib.suppress(Exception):
+                                scope.shield = True
+                                await self.stop_agents()
+                        raise
                     finally:
-                        with trio.move_on_after(10.0) as scope:
-                            scope.shield = True
-                            await self.stop_agents()
                         nursery.cancel_scope.cancel()
+            raise ChildExited("the Ray gateway ended; its remote children are lost")
         finally:
             self._stream = None
             self._posts = None
@@ -364,6 +371,9 @@ class RayPlacement:
                     self._route(decode_gateway_frame(payload))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+        self._stream = None  # the gateway is gone: requests fail at once, nothing is stopped
+        for event, _ in self._waiting.values():
+            event.set()
         scope.cancel()
 
     def _route(self, frame: GatewayFrame) -> None:

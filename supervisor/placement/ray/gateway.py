@@ -93,6 +93,7 @@ class Gateway:
         self.nodes: dict[str, Node] = {}
         self.agents: dict[str, _Agent] = {}
         self.children: dict[tuple[str, int], str] = {}  # (session, epoch) -> node id
+        self.relays: dict[tuple[str, int], asyncio.Task[None]] = {}
         self.writer: asyncio.StreamWriter | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
@@ -177,6 +178,15 @@ class Gateway:
         if self.agents.get(agent.node_id) is agent:
             del self.agents[agent.node_id]
         log.warning("lost the agent of node %s", agent.node_id)
+        # Its children are lost now, whether or not Ray has told their streams yet (a node
+        # declared dead may keep a stream open): each ends here, its stream abandoned.
+        for key, node_id in list(self.children.items()):
+            if node_id == agent.node_id:
+                relay = self.relays.pop(key, None)
+                if relay is not None:
+                    relay.cancel()
+                self.children.pop(key, None)
+                self._write(Exited(session_id=key[0], epoch=key[1], reason="lost"))
 
     # --- the daemon's requests ----------------------------------------------------------------
 
@@ -234,7 +244,7 @@ class Gateway:
         self._write(Spawned(id=frame.id, node_id=agent.node_id, node_ip=agent.node_ip,
                             agent_pid=agent.pid or 0, pid=started["pid"],
                             create_time=started["create_time"], start_ticks=started["start_ticks"]))
-        self._spawn_task(self._relay(agent, frame.session_id, frame.epoch))
+        self.relays[key] = self._spawn_task(self._relay(agent, frame.session_id, frame.epoch))
 
     async def _place(self, wanted: str) -> _Agent | None:
         """The agent of the node ``wanted`` names (id or IP), else of the least loaded node."""
@@ -278,10 +288,11 @@ class Gateway:
                     return
             self._write(Exited(session_id=session_id, epoch=epoch, reason="lost"))
         except self._died:
-            self._lose(agent)
-            self._write(Exited(session_id=session_id, epoch=epoch, reason="lost"))
+            self._lose(agent)  # ends this child too, with every other child of the agent
         finally:
-            self.children.pop(key, None)
+            if self.relays.get(key) is asyncio.current_task():
+                del self.relays[key]
+                self.children.pop(key, None)
 
     async def _call(self, agent: _Agent, ref: Any) -> None:
         try:
@@ -324,10 +335,11 @@ class Gateway:
             payload = encode(frame)
             self.writer.write(len(payload).to_bytes(4, "big") + payload)
 
-    def _spawn_task(self, coro: Any) -> None:
+    def _spawn_task(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
 
 async def _main(socket_path: str, config: GatewayConfig) -> None:

@@ -6,6 +6,8 @@ talked to and closed through the same calls a session's harness makes.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 
@@ -13,7 +15,7 @@ import psutil
 import pytest
 import trio
 
-from protocol.errors import PlacementBinaryMissing, PlacementCwdMissing
+from protocol.errors import ChildExited, PlacementBinaryMissing, PlacementCwdMissing
 from supervisor.placement.ray.client import RayPlacement
 from supervisor.proc.spec import ProcessSpec
 from tests.raycluster import RayCluster
@@ -73,3 +75,81 @@ async def test_missing_cwd_and_binary_name_the_node(placement: RayPlacement, tmp
         assert listed is not None
         named = [n for n in listed.nodes if n.node_id in binary.value.message]
         assert len(named) == 1 and f"({named[0].node_ip})" in binary.value.message
+
+
+GRANDPARENT = [sys.executable, "-u", "-c",
+               "import subprocess, sys\n"
+               "p = subprocess.Popen(['sleep', '301'], start_new_session=True)\n"
+               "print(p.pid, flush=True)\n"
+               "sys.stdin.read()"]
+
+
+def _gone(pids: list[int], timeout: float) -> list[int]:
+    """The pids still alive (not zombies) after up to ``timeout`` seconds."""
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    return [p.pid for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+async def _agent_pid(placement: RayPlacement, node_id: str) -> int:
+    listed = await placement.nodes()
+    assert listed is not None
+    (pid,) = [n.agent_pid for n in listed.nodes if n.node_id == node_id]
+    assert pid is not None
+    return pid
+
+
+async def test_a_setsid_grandchild_dies_with_the_close(placement: RayPlacement) -> None:
+    with trio.fail_after(60):
+        async with placement.open(_spec("g", 1, argv=GRANDPARENT)) as child:
+            grandchild = int(await child.frames().__anext__())
+            assert psutil.Process(grandchild).ppid() == child.pid
+            assert os.getsid(grandchild) != os.getsid(child.pid)
+        assert await trio.to_thread.run_sync(_gone, [child.pid, grandchild], 10.0) == []
+
+
+async def test_sigkill_of_an_agent_loses_its_children_and_its_setsid_grandchild(
+        placement: RayPlacement) -> None:
+    with trio.fail_after(90):
+        async with placement.open(_spec("k", 1, argv=GRANDPARENT)) as child:
+            grandchild = int(await child.frames().__anext__())
+            agent = await _agent_pid(placement, child.node_id)
+            os.kill(agent, signal.SIGKILL)
+            status = await child.wait()
+            assert status.reason == "lost"
+        # The child dies with its agent (parent-death signal); the grandchild that left its
+        # session, with the sweep of the node's next agent.
+        assert await trio.to_thread.run_sync(_gone, [child.pid], 5.0) == []
+        assert await trio.to_thread.run_sync(_gone, [grandchild], 30.0) == []
+        while (await placement.nodes()) is None or not await _has_agent(placement, child.node_id):
+            await trio.sleep(0.2)
+
+
+async def _has_agent(placement: RayPlacement, node_id: str) -> bool:
+    listed = await placement.nodes()
+    return listed is not None and any(n.node_id == node_id and n.agent_pid for n in listed.nodes)
+
+
+async def test_an_agent_that_loses_the_heartbeat_kills_its_children_and_exits(
+        ray_cluster: RayCluster, tmp_path: object) -> None:
+    backend = RayPlacement(str(tmp_path), None, address=ray_cluster.address, heartbeat_timeout=3.0,
+                           namespace="corral-fence-test")
+    with trio.fail_after(120):
+        with pytest.RaisesGroup(ChildExited):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(backend.run)
+                async with backend.open(_spec("f", 1)) as child:
+                    agent = await _agent_pid(backend, child.node_id)
+                    gateway = [p for p in psutil.Process().children()
+                               if "supervisor.placement.ray.gateway" in " ".join(p.cmdline())]
+                    assert len(gateway) == 1
+                    gateway[0].kill()
+                    assert (await child.wait()).reason == "lost"
+                    started = trio.current_time()
+                    left = await trio.to_thread.run_sync(_gone, [child.pid, agent], 3.0 + 2.0)
+                    assert left == [], f"alive {trio.current_time() - started:.1f} s after the gateway died"
