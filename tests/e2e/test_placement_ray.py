@@ -136,3 +136,67 @@ async def test_sigkill_of_a_raylet_restarts_the_session_on_the_other_node(
             ray_cluster.cluster.remove_node(node, allow_graceful=False)
             ray_cluster.workers.remove(node)
             ray_cluster.add_node()
+
+
+def _marked_alive() -> list[int]:
+    """Every process of this machine carrying a node agent's marker (a remote child)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if NODE_ENV in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+async def _start(tmp_path: Path, ray_cluster: RayCluster, heartbeat: float) -> DaemonProc:
+    config = tmp_path / f"corral-{heartbeat}.toml"
+    config.write_text(f'[placement]\nbackend = "ray"\naddress = "{ray_cluster.address}"\n'
+                      f'heartbeat_timeout = {heartbeat}\n')
+    return await start_daemon(tmp_path / "state", config=str(config), timeout=180)
+
+
+async def test_stop_leaves_nothing_on_any_node(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    daemon = await _start(tmp_path, ray_cluster, 30.0)
+    try:
+        async with raw_client(daemon) as client:
+            sessions = [await _session(client, tmp_path) for _ in range(3)]
+            status = await client.ok("placement.status")
+            agents = [n["agent_pid"] for n in status["nodes"] if n["agent_pid"]]
+            assert len(agents) == 2
+            gateway = [p.pid for p in daemon.descendants()
+                       if "supervisor.placement.ray.gateway" in " ".join(p.cmdline())]
+            assert len(gateway) == 1
+    finally:
+        assert await stop_daemon(daemon, timeout=60) == 0
+    assert wait_gone([s["pid"] for s in sessions] + agents + gateway, timeout=10) == []
+    assert _marked_alive() == []
+
+
+async def test_a_restarted_daemon_reconciles_the_children_of_the_one_killed(
+        ray_cluster: RayCluster, tmp_path: Path) -> None:
+    # A heartbeat timeout longer than the restart, so the agents are still there to be asked.
+    first = await _start(tmp_path, ray_cluster, 60.0)
+    try:
+        async with raw_client(first) as client:
+            session = await _session(client, tmp_path)
+            agents = {n["node_id"]: n["agent_pid"] for n in (await client.ok("placement.status"))["nodes"]}
+        first.process.send_signal(signal.SIGKILL)
+        await first.process.wait()
+        assert psutil.pid_exists(session["pid"])  # fenced only after 60 s: still running
+        assert (tmp_path / "state" / "placement-ledger.json").read_text() != "[]"
+    finally:
+        await stop_daemon(first)
+    second = await _start(tmp_path, ray_cluster, 60.0)
+    try:
+        assert wait_gone([session["pid"]], timeout=10) == []
+        async with raw_client(second) as client:
+            now = {n["node_id"]: n["agent_pid"] for n in (await client.ok("placement.status"))["nodes"]}
+            assert {k: v for k, v in now.items() if v} == {k: v for k, v in agents.items() if v}
+            closed = (await client.ok("session.get", session_id=session["id"]))["session"]
+            assert closed["state"] in ("closed", "failed")
+        assert (tmp_path / "state" / "placement-ledger.json").read_text() == "[]"
+    finally:
+        assert await stop_daemon(second, timeout=60) == 0
+    assert _marked_alive() == []
