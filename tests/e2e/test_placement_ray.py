@@ -18,6 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
+import trio
 
 from tests.raycluster import RayCluster
 
@@ -200,3 +201,70 @@ async def test_a_restarted_daemon_reconciles_the_children_of_the_one_killed(
     finally:
         assert await stop_daemon(second, timeout=60) == 0
     assert _marked_alive() == []
+
+
+async def test_a_native_session_runs_on_a_node(ray_daemon: DaemonProc, tmp_path: Path) -> None:
+    pytest.importorskip("google.adk.runners")
+    from tests.fakes.model_script import call, say
+    from tests.fakes.model_server import FakeModels
+
+    server = FakeModels([call("write", path="hello.txt", content="hello\n"), say("Wrote it.")])
+    work = tmp_path / "work"
+    work.mkdir()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(server.serve)
+        async with raw_client(ray_daemon) as client:
+            created = await client.call(
+                "session.create", timeout=60, harness="native", cwd=str(work), model="openai/fake-model",
+                options={"base_url": f"http://127.0.0.1:{port}/v1"},
+                env={"OPENAI_API_KEY": "sk-native-ray-0123456789"}, permissions={"mode": "auto"})
+            assert created["type"] == "ok", created
+            sid = created["result"]["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            await client.events_until(sid, lambda f: _kind(f) == "init", timeout=60)
+            session = (await client.ok("session.get", session_id=sid))["session"]
+            assert session["placement"]["backend"] == "ray"
+            assert _node_of(session["pid"]) == session["placement"]["node_id"]
+            await client.ok("session.prompt", session_id=sid, text="write hello.txt")
+            turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=90)
+            assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "Wrote it."
+            assert (work / "hello.txt").read_text() == "hello\n"
+            await client.ok("session.close", session_id=sid)
+            assert wait_gone([session["pid"]]) == []
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.vendor
+async def test_a_claude_session_runs_on_a_node(ray_daemon: DaemonProc, tmp_path: Path) -> None:
+    from tests.fakes.anthropic_server import FakeAnthropic, text
+    from tests.fakes.claude_offline import OFFLINE_ENV, claude_binary
+
+    binary = claude_binary()
+    if binary is None:
+        pytest.skip("Claude Code is not installed")
+    server = FakeAnthropic([text("Hello from a node.")])
+    for name in ("work", "home"):
+        (tmp_path / name).mkdir()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(server.serve)
+        async with raw_client(ray_daemon) as client:
+            created = await client.call(
+                "session.create", timeout=60, harness="claude", cwd=str(tmp_path / "work"),
+                options={"binary": binary, "home": str(tmp_path / "home" / ".claude")},
+                env={**OFFLINE_ENV, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+                     "ANTHROPIC_API_KEY": "test-key", "HOME": str(tmp_path / "home")},
+                permissions={"mode": "auto"})
+            assert created["type"] == "ok", created
+            sid = created["result"]["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            await client.events_until(sid, lambda f: _kind(f) == "status" and f["event"]["state"] == "idle",
+                                      timeout=90)
+            session = (await client.ok("session.get", session_id=sid))["session"]
+            assert session["placement"]["backend"] == "ray"
+            assert _node_of(session["pid"]) == session["placement"]["node_id"]
+            await client.ok("session.prompt", session_id=sid, text="hello")
+            turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=90)
+            assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "Hello from a node."
+            await client.ok("session.close", session_id=sid)
+            assert wait_gone([session["pid"]]) == []
+        nursery.cancel_scope.cancel()
