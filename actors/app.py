@@ -84,7 +84,7 @@ from protocol.messages import (
     WorkspaceDiscard,
     WorkspaceMerge,
 )
-from protocol.models import WorkspaceSpec
+from protocol.models import ChildProcess, WorkspaceSpec
 from supervisor import __version__
 from supervisor.acp.config import AcpConfig
 from supervisor.cli import commands
@@ -332,7 +332,8 @@ class App:
                 return DaemonStatusResult(
                     version=__version__, pid=os.getpid(), uptime_s=self.host.uptime,
                     sessions=len(self.sessions.infos()), clients=self.host.clients,
-                    children=self.host.children(), supervisors=self.host.supervisors(),
+                    children=[*self.host.children(), *self._remote_children()],
+                    supervisors=self.host.supervisors(),
                     connections=self.host.roster.infos(),
                     warming=["native"] if self.forks.warming else [])
             case DaemonShutdown():
@@ -392,6 +393,11 @@ class App:
 
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
+
+    def _remote_children(self) -> list[ChildProcess]:
+        """The children a placement backend runs on other nodes (none on ``local``)."""
+        children = getattr(self.placement, "children", None)
+        return list(children()) if children is not None else []
 
     def _live_request(self, session_id: str) -> HarnessRequest | None:
         """A live session's request (its cwd and MCP servers), for the native workers' asks."""

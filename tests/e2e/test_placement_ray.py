@@ -67,6 +67,9 @@ async def test_a_fake_session_runs_on_a_node_and_sessions_spread(ray_daemon: Dae
         assert placement["backend"] == "ray" and placement["epoch"] == 1
         assert _node_of(first["pid"]) == placement["node_id"]  # the child is the agent's, not ours
         assert first["pid"] not in {p.pid for p in ray_daemon.descendants()}
+        children = (await client.ok("daemon.status"))["children"]
+        assert {"key": f"session:{first['id']}:1", "kind": "harness:fake", "pid": first["pid"],
+                "node_id": placement["node_id"]} in children
         await client.ok("session.prompt", session_id=first["id"], text="hello node")
         turn = await client.events_until(first["id"], lambda f: _kind(f) == "result", timeout=60)
         assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "echo: hello node"

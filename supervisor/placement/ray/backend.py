@@ -15,7 +15,7 @@ from typing import Any
 
 from protocol.errors import PlacementNoNode
 from protocol.messages import PlacementStatus
-from protocol.models import NodeStatus
+from protocol.models import ChildProcess, NodeStatus
 from supervisor.placement.config import PlacementConfig
 from supervisor.placement.policy import NodeLoad, choose_node
 from supervisor.placement.ray.client import RayPlacement, RemoteChild
@@ -45,6 +45,12 @@ class RayBackend:
                        children=len(n.children), sessions=len({s for s, _ in n.children}))
             for n in listed.nodes]
         return PlacementStatus(backend=self.backend, address=self.config.address, nodes=nodes)
+
+    def children(self) -> list[ChildProcess]:
+        """The remote children as ``daemon.status`` lists them: pids of their nodes, with
+        ``node_id``."""
+        return [ChildProcess(key=c.key, kind=c.spec.kind, pid=c.pid, node_id=c.node_id)
+                for c in self.engine.children.values() if c.status is None]
 
     async def place(self, wanted: str | None) -> NodeLoad:
         """The node the policy picks now (``PlacementUnknownNode``/``PlacementNoNode``)."""
