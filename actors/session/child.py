@@ -56,7 +56,14 @@ from actors.session.messages import (
     Input,
     WorkDone,
 )
-from protocol.errors import ActorGone, ChildExited, CorralError, IntensityExceeded
+from protocol.errors import (
+    ActorGone,
+    ChildExited,
+    CorralError,
+    IntensityExceeded,
+    PlacementBinaryMissing,
+    PlacementCwdMissing,
+)
 from actors.session.config import KILL_MARGIN, SessionsConfig
 from supervisor.placement.policy import wanted_node
 from supervisor.proc.config import ChildrenConfig
@@ -178,6 +185,8 @@ class Harness:
                 code, message = _describe_failure(exc)
                 with contextlib.suppress(ActorGone):
                     await self._tell(ChildSpawnFailed(gen=gen, code=code, message=message))
+                if gen == 1 and isinstance(exc, PlacementCwdMissing | PlacementBinaryMissing):
+                    return  # no restart: session.create refuses the session with it
                 raise ChildExited(f"harness child {gen} did not start: {message}") from exc
             running = Generation(gen, child)
             self.running[gen] = running

@@ -53,6 +53,8 @@ class CoreState:
         self.placement: Placement | None = None
         """Where the last child ran (a placement backend other than ``local``)."""
         self.settled = False
+        self.first_failure: tuple[str, str] | None = None
+        """The code and message of the first generation's failure to start, if it failed."""
         """Whether the first child generation was heard of (spawned, or failed to be)."""
         self.gen = 0
         """The generation of the child the core listens to (0 before the first)."""

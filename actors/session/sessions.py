@@ -44,12 +44,14 @@ from protocol.base import format_ts
 from protocol.errors import (
     ActorGone,
     BadRequest,
+    ErrorCode,
     HarnessUnavailable,
     SessionBusy,
     SessionClosed,
     StorageFailed,
     Unsupported,
     UnknownSession,
+    error_from_wire,
 )
 from protocol.messages import SessionCreate, SessionResume, SessionWarning
 from protocol.models import Detection, McpServer, Permissions, SessionInfo
@@ -63,6 +65,9 @@ if TYPE_CHECKING:  # the actor, its harness child and the core load with the fir
 __all__ = ["ClosedSession", "SessionTable"]
 
 log = logging.getLogger("corral.sessions")
+_NOT_HERE = (str(ErrorCode.PLACEMENT_CWD_MISSING), str(ErrorCode.PLACEMENT_BINARY_MISSING))
+"""Why a first child may not start on the node a placement backend chose: a create error."""
+
 _LEFT_OPEN = ("daemon_restarted", "daemon_stopped")
 """``closed_reason``s of sessions the user did not close: the daemon crashed or stopped under them."""
 
@@ -136,6 +141,10 @@ class SessionTable:
     async def create(self, request: SessionCreate, *, session_id: str | None = None) -> SessionInfo:
         """Start a session; answers once it exists, even if its first child dies at once.
 
+        A placement backend's node that lacks the session's cwd or the harness's binary is the
+        exception: the session is closed at once and the create refused with that typed error
+        (``placement.cwd_missing``, ``placement.binary_missing``), not left to a crash loop.
+
         Everything that can be refused (harness, cwd, model, env, options, log path, a missing
         binary) is checked before anything is written, so a refused request leaves nothing behind.
         """
@@ -181,6 +190,7 @@ class SessionTable:
                            opener=self.opener)
         session = (await _session_class())(meta, harness_request, deps, event_log, frame_log)
         await self._start(supervisor, session, frame_log, event_log)
+        await _refuse_if_not_here(session)
         if request.prompt:
             await session.prompt(request.prompt, "session")
         return session.info()
@@ -265,6 +275,7 @@ class SessionTable:
         session.feed = ended.feed  # subscribers of the closed session follow the resumed one
         ended.feed.rebind(event_log)
         await self._start(supervisor, session, frame_log, event_log)
+        await _refuse_if_not_here(session)
         log.info("session %s resumed (%s, conversation %s)", session_id, meta.harness,
                  meta.vendor_session_id or "new")
         return session.info()
@@ -417,3 +428,12 @@ async def _session_class() -> type[Session]:
     with none never loads the actor, its harness child, the core and their messages."""
     session: type[Session] = (await load("actors.session.actor")).Session
     return session
+
+
+async def _refuse_if_not_here(session: Session) -> None:
+    """Close ``session`` and raise its first child's placement refusal, if that is how it failed
+    (the node lacks the cwd or the binary: a restart would fail alike)."""
+    failure = session.core.first_failure
+    if failure is not None and failure[0] in _NOT_HERE:
+        await session.close("daemon")
+        raise error_from_wire(*failure)
