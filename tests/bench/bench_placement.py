@@ -16,6 +16,10 @@ head, two one-CPU nodes; ``tests.raycluster``'s settings) and shuts it down at t
   ≥ 100,000 through one agent).
 * **agent memory**: the USS of one node agent with no child, then with ``--sessions`` children
   (``cat``), children excluded (target: ≤ 80 MB); this process's USS beside it for scale.
+* **failures** (the failure model's figures; ``heartbeat_timeout = 5``, Ray's health checks as
+  in the tests): a fake session's node agent SIGKILLed ``--kills`` times, then a raylet: from the
+  kill to the session's ``exit {reason: lost}``, to its ``restarted`` and to its new child's
+  ``init``, and to the moment the old child is gone (polled every 10 ms).
 """
 
 from __future__ import annotations
@@ -74,6 +78,68 @@ async def _turns(address: str, root: Path, turns: int) -> dict[str, list[float]]
         for daemon in daemons.values():
             await stop_daemon(daemon, timeout=60)
     return times
+
+
+async def _until(client: Any, sid: str, kind: str) -> float:
+    await client.events_until(sid, lambda f: f["event"]["type"] == kind, timeout=60)
+    return time.perf_counter()
+
+
+async def _gone_at(pid: int) -> float:
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return time.perf_counter()
+        except psutil.NoSuchProcess:
+            return time.perf_counter()
+        await trio.sleep(0.01)
+
+
+async def _one_failure(client: Any, sid: str, kill: Any) -> dict[str, float]:
+    """Run ``kill(session)`` and time what follows (seconds from the kill)."""
+    session = (await client.ok("session.get", session_id=sid))["session"]
+    old = session["pid"]
+    results: dict[str, float] = {}
+    async with trio.open_nursery() as nursery:
+        async def gone() -> None:
+            results["old child gone"] = await _gone_at(old)
+        killed = time.perf_counter()
+        await kill(session)
+        nursery.start_soon(gone)
+        results["exit lost"] = await _until(client, sid, "exit")
+        results["restarted"] = await _until(client, sid, "restarted")
+        results["init of the new child"] = await _until(client, sid, "init")
+    return {what: at - killed for what, at in results.items()}
+
+
+async def _failures(cluster: Any, root: Path, kills: int) -> dict[str, list[dict[str, float]]]:
+    config = root / "failures.toml"
+    config.write_text(f'[placement]\nbackend = "ray"\naddress = "{cluster.address}"\n')
+    daemon = await start_daemon(root / "state-failures", config=str(config), timeout=180)
+    out: dict[str, list[dict[str, float]]] = {"agent SIGKILL": [], "raylet SIGKILL": []}
+    try:
+        async with raw_client(daemon) as client:
+            sid = (await client.ok("session.create", harness="fake", cwd=str(root)))["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            await _until(client, sid, "init")
+
+            async def kill_agent(session: dict[str, Any]) -> None:
+                nodes = (await client.ok("placement.status"))["nodes"]
+                (agent,) = [n["agent_pid"] for n in nodes if n["node_id"] == session["placement"]["node_id"]]
+                os.kill(agent, 9)
+
+            async def kill_raylet(session: dict[str, Any]) -> None:
+                (node,) = [n for n in cluster.list_all_nodes() if n.node_id == session["placement"]["node_id"]]
+                node.kill_raylet()
+
+            for _ in range(kills):
+                out["agent SIGKILL"].append(await _one_failure(client, sid, kill_agent))
+                await trio.sleep(2.0)  # the next scan gives the node its new agent
+            out["raylet SIGKILL"].append(await _one_failure(client, sid, kill_raylet))
+            await client.ok("session.close", session_id=sid)
+    finally:
+        await stop_daemon(daemon, timeout=60)
+    return out
 
 
 async def _count(frames: Any) -> int:
@@ -145,6 +211,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--kills", type=int, default=3)
     args = parser.parse_args()
     os.environ.update(RAY_ENV)
     from ray.cluster_utils import Cluster
@@ -158,6 +225,7 @@ def main() -> None:
             root = Path(tmp)
             times = trio.run(_turns, cluster.address, root, args.turns)
             relay, memory = trio.run(_engine, cluster.address, root, args.lines, args.sessions)
+            failures = trio.run(_failures, cluster, root, args.kills)
     finally:
         cluster.shutdown()
     print(f"prompt -> result round trip, fake session, {args.turns} turns each (ms)")
@@ -173,6 +241,10 @@ def main() -> None:
     print(f"node agent memory, USS (MB), children excluded (target: <= 80 with {args.sessions})")
     for what, mb in memory.items():
         print(f"  {what:32} {mb:7.1f}")
+    print("failures: seconds from the kill (heartbeat_timeout 5 s; health checks 500 ms x 3)")
+    for kind, runs in failures.items():
+        for run in runs:
+            print(f"  {kind:15} " + "   ".join(f"{what} {at:6.3f}" for what, at in run.items()))
 
 
 if __name__ == "__main__":
