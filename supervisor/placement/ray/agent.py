@@ -15,9 +15,9 @@ finally the exit as a tuple ``(reason, exit_code, signal)``. A buffer past ``BUF
 stops the reader (and so the child) until the stream takes it.
 
 Containment does not rely on Ray: the agent is a child subreaper, each child gets SIGKILL as its
-parent-death signal and carries ``CORRAL_NODE_ID``; an agent that starts sweeps every process
-of its node still carrying that marker (the leftovers of a SIGKILLed agent, ``setsid``
-grandchildren included). Fencing: the gateway calls ``heartbeat`` every second or so; when none
+parent-death signal and carries ``CORRAL_NODE_ID`` and ``CORRAL_RAY_NAMESPACE``; an agent that
+starts sweeps every process of its node still carrying its marker (the leftovers of a SIGKILLed
+agent, ``setsid`` grandchildren included). Fencing: the gateway calls ``heartbeat`` every second or so; when none
 came for ``heartbeat_timeout`` seconds, the agent kills all its children (and marked strays) and
 exits, so a node Ray declared dead does not keep a second harness of a session running.
 
@@ -49,10 +49,14 @@ from supervisor.proc.killing import signal_all
 from supervisor.proc.prctl import set_child_subreaper
 from supervisor.proc.spec import ExitStatus, ProcessSpec
 
-__all__ = ["BUFFER_LIMIT", "NODE_ENV", "NodeAgent"]
+__all__ = ["BUFFER_LIMIT", "NAMESPACE_ENV", "NODE_ENV", "NodeAgent"]
 
 NODE_ENV = "CORRAL_NODE_ID"
 """The marker every child of an agent carries: the Ray node id of the agent that spawned it."""
+
+NAMESPACE_ENV = "CORRAL_RAY_NAMESPACE"
+"""The other half of the marker: the agent's Ray namespace, one per daemon state directory (so
+the agents of two daemons on one node never sweep each other's children)."""
 
 BUFFER_LIMIT = 8 * 1024 * 1024
 """Bytes of one child's output an agent holds for the stream before it stops reading the child."""
@@ -105,7 +109,9 @@ class NodeAgent:
     def __init__(self, heartbeat_timeout: float, owner: str, node_ip: str) -> None:
         import ray  # only ever in a Ray worker
 
-        self.node_id: str = ray.get_runtime_context().get_node_id()
+        context = ray.get_runtime_context()
+        self.node_id: str = context.get_node_id()
+        self.marker = {NODE_ENV: self.node_id, NAMESPACE_ENV: context.namespace}
         self.node_ip = node_ip  # the node's address as the cluster lists it
         self.owner = owner
         self.heartbeat_timeout = heartbeat_timeout
@@ -116,7 +122,7 @@ class NodeAgent:
         self._token: trio.lowlevel.TrioToken | None = None
         self._ready: asyncio.Future[None] | None = None
         set_child_subreaper()
-        self.swept = _sweep(self.node_id, os.getpid())
+        self.swept = _sweep(self.marker, os.getpid())
 
     # --- the actor's methods (asyncio) ----------------------------------------------------
 
@@ -151,7 +157,7 @@ class NodeAgent:
             return {"code": "launch_failed", "message": f"epoch {epoch} of {session_id} runs already"}
         child = _Child(session_id, epoch)
         spec = ProcessSpec(key=f"ray:{session_id}:{epoch}", kind=kind, argv=argv, cwd=cwd,
-                           env={**env, NODE_ENV: self.node_id}, shutdown=shutdown,
+                           env={**env, **self.marker}, shutdown=shutdown,
                            framing="raw", frame_limit=_CHUNK, death_signal="SIGKILL")
         self._children[key] = child
         try:
@@ -307,7 +313,7 @@ class NodeAgent:
         async with trio.open_nursery() as nursery:
             for handle in handles:
                 nursery.start_soon(_kill, handle)
-        await trio.to_thread.run_sync(_sweep, self.node_id, os.getpid())
+        await trio.to_thread.run_sync(_sweep, self.marker, os.getpid())
 
 
 async def _kill(handle: ProcessChild) -> None:
@@ -331,8 +337,8 @@ def _missing(argv: list[str], env: dict[str, str | None], cwd: str | None) -> tu
     return None
 
 
-def _sweep(node_id: str, me: int) -> int:
-    """SIGKILL every process of this machine marked with ``node_id`` but this one; how many.
+def _sweep(marker: dict[str, str], me: int) -> int:
+    """SIGKILL every process of this machine carrying ``marker`` but this one; how many.
 
     Blocking (reads ``/proc``). What it kills: the leftovers of an earlier agent of the node
     (SIGKILLed, so its close sequences never ran) and of this one as it exits.
@@ -342,7 +348,8 @@ def _sweep(node_id: str, me: int) -> int:
         if proc.pid == me:
             continue
         with contextlib.suppress(psutil.Error):
-            if proc.environ().get(NODE_ENV) == node_id:
+            environ = proc.environ()
+            if all(environ.get(name) == value for name, value in marker.items()):
                 marked.append(proc)
     if marked:
         signal_all(marked, signal.SIGKILL)

@@ -168,6 +168,8 @@ class Gateway:
     async def _beat(self, agent: _Agent) -> None:
         try:
             await agent.handle.heartbeat.remote(self.owner)
+        except self.ray.exceptions.ActorUnavailableError:
+            pass  # for now (a busy or unreachable worker): the next beat, or the scan, decides
         except self._died:
             self._lose(agent)
 
