@@ -34,6 +34,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -122,6 +123,9 @@ class NodeAgent:
         self._token: trio.lowlevel.TrioToken | None = None
         self._ready: asyncio.Future[None] | None = None
         set_child_subreaper()
+        # Trio's I/O waits run in a thread of their own in guest mode, and Ray has threads of
+        # its own: a shorter GIL switch interval hands a child's output over sooner.
+        sys.setswitchinterval(0.0005)
         self.swept = _sweep(self.marker, os.getpid())
 
     # --- the actor's methods (asyncio) ----------------------------------------------------
