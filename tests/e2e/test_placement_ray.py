@@ -22,7 +22,14 @@ import trio
 
 from tests.raycluster import RayCluster
 
-from .daemonproc import DaemonProc, RawClient, raw_client, start_daemon, stop_daemon, wait_gone
+from .daemonproc import (
+    DaemonProc,
+    RawClient,
+    raw_client,
+    start_daemon,
+    stop_daemon,
+    wait_gone,
+)
 
 pytestmark = pytest.mark.slow
 

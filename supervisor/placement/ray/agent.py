@@ -270,7 +270,7 @@ class NodeAgent:
         async def run() -> None:
             try:
                 result = await fn(*args)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (whatever it raised is the caller's answer)
                 if not future.done():
                     future.set_exception(exc)
             else:

@@ -27,7 +27,7 @@ import hashlib
 import itertools
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,8 @@ from protocol.errors import (
     ProtocolError,
     error_from_wire,
 )
-from protocol.models import Placement
 from protocol.framing import LengthPrefixFramer
+from protocol.models import Placement
 from supervisor.placement.ray.remote_ledger import RemoteLedger, RemoteRow
 from supervisor.placement.ray.wire import (
     Close,

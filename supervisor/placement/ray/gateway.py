@@ -157,7 +157,7 @@ class Gateway:
         try:
             await agent.handle.heartbeat.remote(self.owner)
             info = await asyncio.wait_for(agent.handle.info.remote(), _AGENT_START_TIMEOUT)
-        except (*self._died, asyncio.TimeoutError) as exc:
+        except (TimeoutError, *self._died) as exc:
             log.warning("the agent of node %s did not start: %s", agent.node_id, exc)
             self._lose(agent)
             return
@@ -315,7 +315,7 @@ class Gateway:
                 else:
                     rows = await agent.handle.reconcile.remote([list(k) for k in keep])
                     killed.extend((agent.node_id, s, e, p) for s, e, p in rows)
-            except (*self._died, asyncio.TimeoutError):
+            except (TimeoutError, *self._died):
                 self._lose(agent)
         self._write(Reconciled(id=request, killed=killed))
 

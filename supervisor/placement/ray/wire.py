@@ -18,9 +18,24 @@ from typing import Literal
 import msgspec
 
 __all__ = [
-    "Close", "DaemonFrame", "Exited", "GatewayFrame", "Node", "NodeList", "Nodes", "Output",
-    "Reconcile", "Reconciled", "Send", "Spawn", "Spawned", "SpawnRefused", "StopAgents",
-    "decode_daemon_frame", "decode_gateway_frame", "encode",
+    "Close",
+    "DaemonFrame",
+    "Exited",
+    "GatewayFrame",
+    "Node",
+    "NodeList",
+    "Nodes",
+    "Output",
+    "Reconcile",
+    "Reconciled",
+    "Send",
+    "Spawn",
+    "SpawnRefused",
+    "Spawned",
+    "StopAgents",
+    "decode_daemon_frame",
+    "decode_gateway_frame",
+    "encode",
 ]
 
 

@@ -73,15 +73,18 @@ async def test_missing_cwd_and_binary_name_the_node(placement: RayPlacement, tmp
                 pass
         listed = await placement.nodes()
         assert listed is not None
-        named = [n for n in listed.nodes if n.node_id in binary.value.message]
-        assert len(named) == 1 and f"({named[0].node_ip})" in binary.value.message
+        for refused in (cwd.value, binary.value):
+            named = [n for n in listed.nodes if n.node_id in refused.message]
+            assert len(named) == 1 and f"({named[0].node_ip})" in refused.message
+        assert "/nonexistent/corral-cwd" in cwd.value.message
+        assert "corral-no-such-binary" in binary.value.message
 
 
 GRANDPARENT = [sys.executable, "-u", "-c",
-               "import subprocess, sys\n"
-               "p = subprocess.Popen(['sleep', '301'], start_new_session=True)\n"
-               "print(p.pid, flush=True)\n"
-               "sys.stdin.read()"]
+               ("import subprocess, sys\n"
+                "p = subprocess.Popen(['sleep', '301'], start_new_session=True)\n"
+                "print(p.pid, flush=True)\n"
+                "sys.stdin.read()")]
 
 
 def _gone(pids: list[int], timeout: float) -> list[int]:
