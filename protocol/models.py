@@ -132,8 +132,8 @@ class SessionInfo(Data, kw_only=True, frozen=True):
     permissions: PermissionMode = "ask"
     """The session's permission mode now (``session.set_permissions`` changes it)."""
     placement: Placement | None = None
-    """Where its child runs (the last placement, kept once it ended); null on the ``local``
-    backend, where every child runs on the daemon's machine."""
+    """Where its child runs, or last ran while the session is open (restarting); null on the
+    ``local`` backend, where every child runs on the daemon's machine, and once it ended."""
 
 
 class ProviderInfo(Data, kw_only=True, frozen=True):

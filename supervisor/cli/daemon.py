@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from protocol.models import SessionInfo
+from protocol.models import ChildProcess, SessionInfo
 
 from supervisor.cli import daemonctl
-from supervisor.cli.tables import duration, session_rows, table
+from supervisor.cli.tables import child_rows, duration, session_rows, table
 from supervisor.statedir import resolve_state_dir
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def status(args: argparse.Namespace) -> None:
     children = status["children"]
     print(f"\nchildren ({len(children)})")
     if children:
-        table([["KEY", "KIND", "PID"], *([c["key"], c["kind"], str(c["pid"])] for c in children)])
+        table(child_rows(msgspec.convert(children, list[ChildProcess])))
 
 
 def _placement(args: argparse.Namespace) -> daemonctl.PlacementFlags:

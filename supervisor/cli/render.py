@@ -178,7 +178,8 @@ def describe(event: Event, *, color: bool = False) -> str:
         case Restarted(attempt=attempt, reason=reason):
             return f"↻ restarted (attempt {attempt}): {reason}"
         case Exit(exit_code=code, signal=sig, reason=reason):
-            how = f"signal {sig}" if sig else f"code {code}" if code is not None else "no status"
+            how = (f"signal {sig}" if sig else f"code {code}" if code is not None
+                   else "its node or node agent was lost" if reason == "lost" else "no status")
             return f"■ exit: {reason} ({how})"
         case UsageReport(input_tokens=tokens_in, output_tokens=tokens_out):
             return dim(f"· usage in {tokens_in} / out {tokens_out} tokens")

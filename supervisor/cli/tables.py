@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from protocol.models import SessionInfo
+from protocol.models import ChildProcess, SessionInfo
 
-__all__ = ["duration", "session_rows", "table"]
+__all__ = ["child_rows", "duration", "session_rows", "table"]
 
 
 def table(rows: list[list[str]]) -> None:
@@ -14,7 +14,8 @@ def table(rows: list[list[str]]) -> None:
 
 
 def session_rows(sessions: list[SessionInfo]) -> list[list[str]]:
-    """One row per session; BRANCH and CHANGED (files) columns when any session has a worktree."""
+    """One row per session; BRANCH and CHANGED (files) columns when any session has a worktree,
+    NODE when any was placed on a cluster node."""
     rows = [["ID", "HARNESS", "STATE", "SEQ", "CREATED", "NAME"]]
     rows += [[s.id, s.harness, s.state, str(s.last_seq), s.created_at, s.name or "-"]
              for s in sessions]
@@ -25,6 +26,20 @@ def session_rows(sessions: list[SessionInfo]) -> list[list[str]]:
             row += ["-", "-"] if space is None else [
                 space.branch if space.state == "active" else f"{space.branch} ({space.state})",
                 str(space.changed_files)]
+    if any(s.placement is not None for s in sessions):
+        rows[0].append("NODE")
+        for row, s in zip(rows[1:], sessions):
+            row.append("-" if s.placement is None else f"{s.placement.node_ip} ({s.placement.node_id[:8]})")
+    return rows
+
+
+def child_rows(children: list[ChildProcess]) -> list[list[str]]:
+    """One row per live child of the daemon; a NODE column when any runs on a cluster node."""
+    rows = [["KEY", "KIND", "PID"], *([c.key, c.kind, str(c.pid)] for c in children)]
+    if any(c.node_id is not None for c in children):
+        rows[0].append("NODE")
+        for row, child in zip(rows[1:], children):
+            row.append(child.node_id or "-")
     return rows
 
 

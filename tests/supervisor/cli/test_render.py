@@ -19,8 +19,9 @@ from protocol.events import (
     Usage,
     User,
 )
-from protocol.models import Detection, Features, ProviderInfo
+from protocol.models import ChildProcess, Detection, Features, Placement, ProviderInfo, SessionInfo
 from supervisor.cli.render import Renderer, describe, harness_rows, short
+from supervisor.cli.tables import child_rows, session_rows
 
 
 def _render(*events: object, color: bool = False) -> str:
@@ -66,6 +67,7 @@ def test_result_error_status_exit_permission_lines() -> None:
     assert describe(Status(state="running", stalled=True)) == "· running (stalled)"
     assert describe(Exit(exit_code=3, reason="crashed")) == "■ exit: crashed (code 3)"
     assert describe(Exit(signal="SIGKILL", reason="killed")) == "■ exit: killed (signal SIGKILL)"
+    assert describe(Exit(reason="lost")) == "■ exit: lost (its node or node agent was lost)"
     asked = Permission(permission_id="p1", tool="bash", kind="exec", input={"command": "rm"})
     assert describe(asked) == '? permission p1: bash [exec] {"command": "rm"} (allow/deny)'
     assert describe(PermissionDecided(permission_id="p1", decision="deny", by="c-2", by_name="browser")) == \
@@ -161,3 +163,25 @@ def test_a_checkpoint_is_one_line_with_its_turn_and_tokens() -> None:
     assert describe(Checkpoint(turn=2, usage=usage)) == "· checkpoint after turn 2 (in 40 / out 9 tokens)"
     assert describe(Checkpoint(turn=3, usage=usage, stop_reason="completed")).endswith(": completed")
     assert describe(Checkpoint(turn=1, resumed=True)).startswith("· checkpoint resumed at turn 1")
+
+
+def test_the_sessions_table_has_a_node_column_once_a_session_was_placed() -> None:
+    def info(sid: str, placement: Placement | None) -> SessionInfo:
+        return SessionInfo(id=sid, name=None, harness="fake", cwd="/w", model=None, state="idle",
+                           created_at="t", last_seq=1, restarts=0, pid=None, placement=placement)
+
+    local = [info("s-1", None)]
+    assert session_rows(local)[0] == ["ID", "HARNESS", "STATE", "SEQ", "CREATED", "NAME"]
+    placed = Placement(backend="ray", node_id="a3f1c0de77" * 5, node_ip="10.0.0.7", epoch=2)
+    rows = session_rows([*local, info("s-2", placed)])
+    assert rows[0][-1] == "NODE"
+    assert [row[-1] for row in rows[1:]] == ["-", "10.0.0.7 (a3f1c0de)"]
+
+
+def test_the_children_table_has_a_node_column_once_a_child_runs_on_a_node() -> None:
+    here = ChildProcess(key="sessions/s-1", kind="fake", pid=41)
+    assert child_rows([here]) == [["KEY", "KIND", "PID"], ["sessions/s-1", "fake", "41"]]
+    there = ChildProcess(key="sessions/s-2", kind="claude", pid=7, node_id="a3f1")
+    assert child_rows([here, there]) == [["KEY", "KIND", "PID", "NODE"],
+                                         ["sessions/s-1", "fake", "41", "-"],
+                                         ["sessions/s-2", "claude", "7", "a3f1"]]
