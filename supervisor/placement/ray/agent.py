@@ -149,8 +149,9 @@ class NodeAgent:
 
     async def spawn(self, session_id: str, epoch: int, argv: list[str], env: dict[str, str | None],
                     cwd: str | None, shutdown: float, kind: str) -> dict[str, Any]:
-        """Start a child; ``{"pid", "create_time", "start_ticks"}`` or ``{"code", "message"}``
-        (``placement.cwd_missing``, ``placement.binary_missing``, ``launch_failed``)."""
+        """Start a child; its identity on the node (``{"pid", "create_time", "start_ticks",
+        "boot_id"}``) or why it did not start (``{"code", "message"}``:
+        ``placement.cwd_missing``, ``placement.binary_missing``, ``launch_failed``)."""
         await self._started()
         missing = _missing(argv, env, cwd)
         if missing is not None:
@@ -170,7 +171,8 @@ class NodeAgent:
             del self._children[key]
             return {"code": str(exc.code), "message": exc.message}
         token = start_token(pid)
-        return {"pid": pid, "create_time": token.create_time, "start_ticks": token.start_ticks}
+        return {"pid": pid, "create_time": token.create_time, "start_ticks": token.start_ticks,
+                "boot_id": token.boot_id}
 
     async def stream(self, session_id: str, epoch: int) -> AsyncIterator[Any]:
         """The child's output as ``bytes`` batches, then its exit ``(reason, code, signal)``."""

@@ -245,7 +245,8 @@ class Gateway:
         self.children[key] = agent.node_id
         self._write(Spawned(id=frame.id, node_id=agent.node_id, node_ip=agent.node_ip,
                             agent_pid=agent.pid or 0, pid=started["pid"],
-                            create_time=started["create_time"], start_ticks=started["start_ticks"]))
+                            create_time=started["create_time"], start_ticks=started["start_ticks"],
+                            boot_id=started["boot_id"]))
         self.relays[key] = self._spawn_task(self._relay(agent, frame.session_id, frame.epoch))
 
     async def _place(self, wanted: str) -> _Agent | None:

@@ -17,6 +17,7 @@ import trio
 
 from protocol.errors import ChildExited, PlacementBinaryMissing, PlacementCwdMissing
 from supervisor.placement.ray.client import RayPlacement
+from supervisor.proc.identity import boot_id
 from supervisor.proc.spec import ProcessSpec
 from tests.raycluster import RayCluster
 
@@ -47,9 +48,13 @@ async def test_a_remote_child_echoes_and_closes(placement: RayPlacement) -> None
             frames = child.frames()
             assert await frames.__anext__() == b"echo hello"
             assert child.node_id and child.node_ip
+            (row,) = placement.remote_ledger.rows()  # on disk before the child was handed over
+            assert (row.session_id, row.epoch, row.pid, row.node_id) == ("s1", 1, child.pid, child.node_id)
+            assert row.boot_id == boot_id() and row.agent_pid == child.agent_pid
             assert psutil.pid_exists(child.pid)
             status = await child.close()
         assert status.reason in ("exited", "killed")
+        assert placement.remote_ledger.rows() == []
         assert not psutil.pid_exists(child.pid) or psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE
 
 
