@@ -91,7 +91,7 @@ from protocol.messages import (
     WorkspaceDiscard,
     WorkspaceMerge,
 )
-from protocol.models import WorkspaceSpec
+from protocol.models import ChildProcess, WorkspaceSpec
 from supervisor import __version__
 from supervisor.acp.config import AcpConfig
 from supervisor.cli import commands, usagecmd
@@ -363,9 +363,13 @@ class App:
         # The notifier before sessions: it stops after them, so it reads their last events.
         notify = ([ChildSpec(id="notify", start=self.notifier.run, shutdown=1.0)]
                   if self.notifier is not None else [])
+        # The Ray gateway before sessions too: sessions stop (their children closed) before it
+        # ends every node agent.
+        engine = getattr(self.placement, "engine", None)  # the ray backend's gateway
+        placement = [ChildSpec(id="placement", start=engine.run, shutdown=20.0)] if engine else []
         # Telemetry first, so it stops last: the sessions' last spans are exported at the stop.
         return [*self.telemetry.children(), reconcile, *self.mcp.children(), lsp, opencode,
-                self.forks.child_spec("native"), *notify,
+                self.forks.child_spec("native"), *notify, *placement,
                 ChildSpec(id="sessions", start=self.sessions.run, type=ChildType.SUPERVISOR,
                           shutdown=self.config.daemon.shutdown_timeout + 5),
                 ChildSpec(id="mcp-http", start=self.mcp_front.run, shutdown=3.0), *detection]
@@ -381,7 +385,8 @@ class App:
                 return DaemonStatusResult(
                     version=__version__, pid=os.getpid(), uptime_s=self.host.uptime,
                     sessions=len(self.sessions.infos()), clients=self.host.clients,
-                    children=self.host.children(), supervisors=self.host.supervisors(),
+                    children=[*self.host.children(), *self._remote_children()],
+                    supervisors=self.host.supervisors(),
                     connections=self.host.roster.infos(),
                     warming=["native"] if self.forks.warming else [])
             case DaemonShutdown():
@@ -444,6 +449,11 @@ class App:
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
 
+    def _remote_children(self) -> list[ChildProcess]:
+        """The children a placement backend runs on other nodes (none on ``local``)."""
+        children = getattr(self.placement, "children", None)
+        return list(children()) if children is not None else []
+
     def _live_request(self, session_id: str) -> HarnessRequest | None:
         """A live session's request (its cwd and MCP servers), for the native workers' asks."""
         session = self.sessions.live.get(session_id)
@@ -451,9 +461,17 @@ class App:
 
 
 def _placement(config: PlacementConfig, host: Host, sessions: SessionTable) -> PlacementBackend:
-    """The backend ``[placement] backend`` names (``local``: this machine, one node)."""
+    """The backend ``[placement] backend`` names (``local``: this machine, one node; ``ray``:
+    the nodes of a Ray cluster, through a gateway process: the daemon never imports Ray)."""
+    if config.backend == "ray":
+        from supervisor.placement.ray.backend import RayBackend
+
+        backend = RayBackend(config, host.state.root, host.ledger)
+        sessions.opener = backend.open  # every harness's child is opened on a node
+        return backend
     if config.backend != "local":
         raise ConfigInvalid(f"[placement] backend {config.backend!r} is not available in this build")
+
     def open_sessions() -> int:  # a closed session may linger in ``live`` a moment
         return sum(1 for s in sessions.live.values() if s.info().state not in ("closed", "failed"))
 

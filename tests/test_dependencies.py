@@ -1,9 +1,9 @@
 """Every third-party package our code imports is declared in pyproject.toml.
 
 The packages (``protocol``, ``supervisor``, ``actors``) may use only ``[project.dependencies]``
-and the optional extras a user installs for a feature (``corral[otel]``: imported only when the
-feature is configured, which tests/e2e/test_daemon_imports.py checks); the tests may also use
-the ``test`` extra. A module name maps to its distribution through the
+and the optional extras a user installs for a feature (``corral[otel]``, ``corral[ray]``:
+imported only when the feature is configured, never by an idle daemon, which
+tests/e2e/test_daemon_imports.py checks); the tests may also use the ``test`` extra. A module name maps to its distribution through the
 installed metadata (``trio_websocket`` is ``trio-websocket``).
 """
 

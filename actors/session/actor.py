@@ -122,7 +122,7 @@ class Session:
         self.harness = Harness(
             driver=deps.driver, session_id=meta.id, harness=meta.harness, sessions=deps.sessions,
             children=deps.children, ledger=deps.ledger, tell=self._tell,
-            request=self._child_request, frame_log=frame_log)
+            request=self._child_request, frame_log=frame_log, opener=deps.opener)
 
     # --- the API the daemon calls --------------------------------------------------------
 

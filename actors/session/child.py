@@ -22,13 +22,18 @@ and the runner is closed (it kills what the jobs left running: terminal process 
 
 How a child is spawned is one function, ``spawn_process``; a driver with a ``spawn`` attribute
 of the same shape replaces it (a native harness forks its worker from a fork server; tests run
-children in memory).
+children in memory). A placement backend other than ``local`` gives the session an ``opener``
+(``open_child``'s shape, plus the ``node`` the session named in ``options.placement``): every
+child is then opened through it, on a node of the cluster, a driver's own ``spawn`` included when
+it takes an ``opener``; the child it yields has the same interface, and its ``placement`` goes to
+the session with ``ChildSpawned``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -54,8 +59,17 @@ from actors.session.messages import (
     Input,
     WorkDone,
 )
-from protocol.errors import ActorGone, ChildExited, CorralError, IntensityExceeded
+from protocol.errors import (
+    ActorGone,
+    ChildExited,
+    CorralError,
+    IntensityExceeded,
+    PlacementBinaryMissing,
+    PlacementCwdMissing,
+    SandboxUnavailable,
+)
 from actors.session.config import KILL_MARGIN, SessionsConfig
+from supervisor.placement.policy import wanted_node
 from supervisor.proc.config import ChildrenConfig
 from supervisor.proc.child import Goodbye, open_child
 from supervisor.proc.spawn import spawn
@@ -86,14 +100,21 @@ closing it (bounded) on the way out."""
 
 
 @asynccontextmanager
-async def spawn_process(launch: Launch, spec: ProcessSpec, ledger: Any, *,
+async def spawn_process(launch: Launch, spec: ProcessSpec, ledger: Any, opener: Any = None, *,
                         confine: Callable[[], None] | None = None) -> AsyncIterator[HarnessChild]:
-    """The default spawn: write the launch's files (mode 0600), then ``open_child``;
-    ``confine`` runs in the child before its exec (a sandbox's Landlock ruleset)."""
+    """The default spawn: write the launch's files (mode 0600), then ``open_child`` (or
+    ``opener(spec, ledger)``: a placement backend's); ``confine`` runs in the child before its
+    exec (a sandbox's Landlock ruleset), so it needs a child forked here."""
+    if confine is not None and opener is not None:
+        raise SandboxUnavailable("sandboxed sessions run on the local placement backend only")
     if launch.files:
         await trio.to_thread.run_sync(_write_files, launch.files)
-    spawner = None if confine is None else functools.partial(spawn, confine=confine)
-    async with open_child(spec, ledger=ledger, spawner=spawner) as child:
+    if opener is not None:
+        opened = opener(spec, ledger)
+    else:
+        spawner = None if confine is None else functools.partial(spawn, confine=confine)
+        opened = open_child(spec, ledger=ledger, spawner=spawner)
+    async with opened as child:
         yield child
 
 
@@ -125,7 +146,8 @@ class Harness:
 
     def __init__(self, *, driver: Driver, session_id: str, harness: str, sessions: SessionsConfig,
                  children: ChildrenConfig, ledger: Any, tell: Callable[[Input], Awaitable[None]],
-                 request: Callable[[], HarnessRequest], frame_log: FrameLog | None = None) -> None:
+                 request: Callable[[], HarnessRequest], frame_log: FrameLog | None = None,
+                 opener: Any = None) -> None:
         self.driver = driver
         self.session_id = session_id
         self.harness = harness
@@ -139,6 +161,8 @@ class Harness:
         self._request = request
         self._gens = itertools.count(1)
         self._spawn: Spawn = getattr(driver, "spawn", None) or spawn_process
+        self._opener = opener
+        """A placement backend's ``open`` (``None``: children run here, ``open_child``)."""
 
     async def supervise(self, *, rng: Any = None,
                         task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
@@ -167,19 +191,23 @@ class Harness:
             try:
                 launch = self.driver.launch(request)
                 env: dict[str, str | None] = dict(launch.env)
-                spawner = self._spawn
                 if request.sandbox is not None and request.confinement is None:  # (native: itself)
                     confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
                     launch = msgspec.structs.replace(launch, argv=confined.argv)
                     env = confined.env
-                    spawner = functools.partial(spawn_process, confine=confined.preexec)
-                child = await stack.enter_async_context(spawner(launch, self._spec(gen, launch, request, env),
-                                                                self.ledger))
+                    spawning: AbstractAsyncContextManager[HarnessChild] = spawn_process(
+                        launch, self._spec(gen, launch, request, env), self.ledger,
+                        self._placed(request), confine=confined.preexec)
+                else:
+                    spawning = self._open(launch, self._spec(gen, launch, request, env), request)
+                child = await stack.enter_async_context(spawning)
             except Exception as exc:  # a child that cannot start has crashed: the planner decides
                 task_status.started(None)
                 code, message = _describe_failure(exc)
                 with contextlib.suppress(ActorGone):
                     await self._tell(ChildSpawnFailed(gen=gen, code=code, message=message))
+                if gen == 1 and isinstance(exc, PlacementCwdMissing | PlacementBinaryMissing):
+                    return  # no restart: session.create refuses the session with it
                 raise ChildExited(f"harness child {gen} did not start: {message}") from exc
             running = Generation(gen, child)
             self.running[gen] = running
@@ -191,7 +219,8 @@ class Harness:
                         running.runner = await work.enter_async_context(opened)
                         running.jobs = await work.enter_async_context(trio.open_nursery())
                         work.callback(running.jobs.cancel_scope.cancel)  # first on the way out
-                    await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid))
+                    await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid,
+                                                  placement=getattr(child, "placement", None)))
                     status = await self._pump(running)
                     running.jobs = None
                 if status is None:
@@ -203,6 +232,24 @@ class Harness:
                 del self.running[gen]
         if not running.asked.is_set():
             raise ChildExited(f"harness child {gen} {describe_exit(status)}")
+
+    def _open(self, launch: Launch, spec: ProcessSpec,
+              request: HarnessRequest) -> AbstractAsyncContextManager[HarnessChild]:
+        """The child's spawn: the driver's (or ``spawn_process``), through the opener if any."""
+        opener = self._placed(request)
+        if opener is None:
+            return self._spawn(launch, spec, self.ledger)
+        if self._spawn is spawn_process:
+            return spawn_process(launch, spec, self.ledger, opener)
+        if "opener" in inspect.signature(self._spawn).parameters:
+            return self._spawn(launch, spec, self.ledger, opener=opener)  # type: ignore[call-arg]
+        return self._spawn(launch, spec, self.ledger)  # a shared server of the daemon's (OpenCode)
+
+    def _placed(self, request: HarnessRequest) -> Any:
+        """The placement backend's ``open`` for this request's node, or ``None`` (here)."""
+        if self._opener is None:
+            return None
+        return functools.partial(self._opener, node=wanted_node(request.options) or "")
 
     async def write(self, gen: int, data: bytes) -> None:
         """Send ``data`` to generation ``gen`` if it still runs; a dead child gets nothing."""

@@ -175,6 +175,11 @@ class SessionCore:
         return self._state.pid
 
     @property
+    def first_failure(self) -> tuple[str, str] | None:
+        """Why the first child did not start (``code``, ``message``), if it did not."""
+        return self._state.first_failure
+
+    @property
     def settled(self) -> bool:
         """Whether the first child generation was heard of (spawned, or failed to be)."""
         return self._state.settled
@@ -355,6 +360,8 @@ class SessionCore:
         self._new_generation(msg.gen)
         translator = s.driver.translator(msg.request)
         s.translator, s.pid = translator, msg.pid
+        if msg.placement is not None:
+            s.placement = msg.placement
         s.tracker.reset(s.now)
         s.move("ready" if translator.ready else "spawned")
         s.outputs(translator.start(s.now))
@@ -363,6 +370,8 @@ class SessionCore:
         s = self._state
         if gen <= s.gen or s.finished:
             return
+        if gen == 1:
+            s.first_failure = (code, message)
         self._new_generation(gen)
         s.emit(ev.Error(error_class="launch", code=code, message=message))
         s.emit(ev.Exit(reason="crashed"))

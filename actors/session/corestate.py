@@ -29,7 +29,7 @@ from actors.session.prompts import PromptQueue
 from actors.session.tracker import Tracker
 from protocol import events as ev
 from protocol.events import Decision, SessionState
-from protocol.models import PermissionMode, SessionInfo
+from protocol.models import PermissionMode, Placement, SessionInfo
 
 __all__ = ["CoreState", "Lifecycle"]
 
@@ -50,7 +50,11 @@ class CoreState:
         """Changed by ``move`` only (``actors.session.lifecycle``)."""
         self.restarts = meta.restarts
         self.pid: int | None = None
+        self.placement: Placement | None = None
+        """Where the last child ran (a placement backend other than ``local``)."""
         self.settled = False
+        self.first_failure: tuple[str, str] | None = None
+        """The code and message of the first generation's failure to start, if it failed."""
         """Whether the first child generation was heard of (spawned, or failed to be)."""
         self.gen = 0
         """The generation of the child the core listens to (0 before the first)."""
@@ -118,6 +122,7 @@ class CoreState:
             state=self.state, created_at=meta.created_at, last_seq=last_seq,
             restarts=self.restarts, pid=self.pid, vendor_session_id=meta.vendor_session_id,
             permissions=self.request.permissions.mode, sandbox=self.request.sandbox,
+            placement=self.placement,
         )
 
     # --- permissions and the child's departure ---------------------------------------------

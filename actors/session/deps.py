@@ -42,6 +42,8 @@ class SessionDeps(msgspec.Struct, frozen=True, kw_only=True):
     rng: Any = None
     after_result: Any = None  # Callable[[str], Awaitable[Event | None]]
     observer: Any = None  # actors.telemetry.observer.Observer
+    opener: Any = None
+    """A placement backend's ``open`` (``actors.session.child``); ``None``: children run here."""
 
 
 async def in_thread(call: Callable[[], T]) -> T:

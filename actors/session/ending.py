@@ -137,4 +137,6 @@ def exit_event(status: ExitStatus | None, reason: Literal["crashed", "closed"]) 
     """The ``exit`` event of a child that ended with ``status`` (``None``: not known)."""
     if status is None:
         return ev.Exit(reason=reason)
+    if status.reason == "lost":  # its node or node agent was lost: how it ended is unknown
+        return ev.Exit(reason="lost")
     return ev.Exit(exit_code=status.exit_code, signal=status.signal, reason=reason)

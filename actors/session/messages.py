@@ -19,6 +19,7 @@ from actors.session.meta import SessionMeta
 from protocol.errors import CorralError
 from protocol.events import Event
 from protocol.messages import ClientRequest
+from protocol.models import Placement
 from supervisor.proc.spec import ExitStatus
 
 __all__ = [
@@ -67,6 +68,8 @@ class ChildSpawned(msgspec.Struct, frozen=True, kw_only=True):
     gen: int
     request: HarnessRequest
     pid: int | None
+    placement: Placement | None = None
+    """Where it runs, when a placement backend other than ``local`` placed it."""
 
 
 class ChildSpawnFailed(msgspec.Struct, frozen=True, kw_only=True):

@@ -46,6 +46,7 @@ from protocol.base import format_ts
 from protocol.errors import (
     ActorGone,
     BadRequest,
+    ErrorCode,
     HarnessUnavailable,
     SandboxUnavailable,
     SessionBusy,
@@ -53,6 +54,7 @@ from protocol.errors import (
     StorageFailed,
     Unsupported,
     UnknownSession,
+    error_from_wire,
 )
 from protocol.messages import SessionCreate, SessionResume, SessionWarning
 from protocol.models import Detection, McpServer, Permissions, SessionInfo
@@ -67,6 +69,9 @@ if TYPE_CHECKING:  # the actor, its harness child and the core load with the fir
 __all__ = ["ClosedSession", "SessionTable"]
 
 log = logging.getLogger("corral.sessions")
+_NOT_HERE = (str(ErrorCode.PLACEMENT_CWD_MISSING), str(ErrorCode.PLACEMENT_BINARY_MISSING))
+"""Why a first child may not start on the node a placement backend chose: a create error."""
+
 _LEFT_OPEN = ("daemon_restarted", "daemon_stopped")
 """``closed_reason``s of sessions the user did not close: the daemon crashed or stopped under them."""
 
@@ -84,6 +89,8 @@ class SessionTable:
         its first event (the notifier follows the feed); it must not block."""
         self.observer = observer
         """``SessionDeps.observer`` of every session (``actors.telemetry.Observer``)."""
+        self.opener: Any = None
+        """``SessionDeps.opener`` of every session: the placement backend's, when not local."""
         self.root = state_dir / "sessions"
         self.config = config
         self.ledger = ledger
@@ -145,6 +152,10 @@ class SessionTable:
     async def create(self, request: SessionCreate, *, session_id: str | None = None) -> SessionInfo:
         """Start a session; answers once it exists, even if its first child dies at once.
 
+        A placement backend's node that lacks the session's cwd or the harness's binary is the
+        exception: the session is closed at once and the create refused with that typed error
+        (``placement.cwd_missing``, ``placement.binary_missing``), not left to a crash loop.
+
         Everything that can be refused (harness, cwd, model, env, options, log path, a missing
         binary) is checked before anything is written, so a refused request leaves nothing behind.
         """
@@ -190,9 +201,10 @@ class SessionTable:
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
                            ledger=self.ledger, directory=directory, after_result=self.after_result,
-                           observer=self.observer)
+                           observer=self.observer, opener=self.opener)
         session = (await _session_class())(meta, harness_request, deps, event_log, frame_log)
         await self._start(supervisor, session, frame_log, event_log)
+        await _refuse_if_not_here(session)
         if request.prompt:
             await session.prompt(request.prompt, "session")
         return session.info()
@@ -274,12 +286,13 @@ class SessionTable:
             raise
         deps = SessionDeps(driver=driver, sessions=sessions, children=self.config.children,
                            ledger=self.ledger, directory=directory, after_result=self.after_result,
-                           observer=self.observer)
+                           observer=self.observer, opener=self.opener)
         session = (await _session_class())(meta, harness_request, deps, event_log, frame_log,
                                            resumed=True)
         session.feed = ended.feed  # subscribers of the closed session follow the resumed one
         ended.feed.rebind(event_log)
         await self._start(supervisor, session, frame_log, event_log)
+        await _refuse_if_not_here(session)
         log.info("session %s resumed (%s, conversation %s)", session_id, meta.harness,
                  meta.vendor_session_id or "new")
         return session.info()
@@ -332,6 +345,12 @@ class SessionTable:
         not processes corral spawns (the native agent's workers are forked from its fork server)."""
         if info is None:
             return None
+        if self.opener is not None:
+            # A placed child runs on another node: neither the Landlock ruleset (applied in a
+            # child forked here) nor the session's proxy socket (served here) reaches it.
+            raise SandboxUnavailable(
+                "sandboxed sessions run on the local placement backend only "
+                "([placement] backend is not \"local\")", data={"placement": "remote"})
         if getattr(driver, "spawn", None) is not None:
             # A worker forked by the fork server confines itself, with Landlock (inside which no
             # bubblewrap can mount); its own model calls keep the network, its bash commands get
@@ -467,3 +486,12 @@ async def _session_class() -> type[Session]:
     with none never loads the actor, its harness child, the core and their messages."""
     session: type[Session] = (await load("actors.session.actor")).Session
     return session
+
+
+async def _refuse_if_not_here(session: Session) -> None:
+    """Close ``session`` and raise its first child's placement refusal, if that is how it failed
+    (the node lacks the cwd or the binary: a restart would fail alike)."""
+    failure = session.core.first_failure
+    if failure is not None and failure[0] in _NOT_HERE:
+        await session.close("daemon")
+        raise error_from_wire(*failure)

@@ -16,7 +16,7 @@ import msgspec
 from protocol.framing import DEFAULT_LIMIT
 
 Framing = Literal["ndjson", "content_length", "length_prefix", "raw"]
-ExitReason = Literal["exited", "crashed", "killed"]
+ExitReason = Literal["exited", "crashed", "killed", "lost"]
 
 
 class ProcessSpec(msgspec.Struct, kw_only=True, frozen=True):
@@ -48,7 +48,8 @@ class ExitStatus(msgspec.Struct, kw_only=True, frozen=True):
 
     ``reason``: ``exited`` (it ended by itself with ``exit_code``), ``crashed`` (a signal we did
     not send, named in ``signal``), ``killed`` (it ended after our SIGTERM or SIGKILL; ``signal``
-    or ``exit_code`` says how).
+    or ``exit_code`` says how), ``lost`` (a remote child whose node or node agent was lost:
+    how it ended is not known).
     """
 
     reason: ExitReason

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 import trio
@@ -118,6 +118,11 @@ class ServedChild:
     @property
     def pid(self) -> int:
         return self._child.pid
+
+    @property
+    def placement(self) -> Any:
+        """The child's placement on a cluster node (``None``: it runs here)."""
+        return getattr(self._child, "placement", None)
 
     async def send(self, data: bytes) -> None:
         await self._child.send(data)

@@ -31,6 +31,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -104,13 +105,16 @@ class NativeDriver:
                       cwd=str(NATIVE_ROOT), framing="length_prefix")
 
     @asynccontextmanager
-    async def spawn(self, launch: Launch, spec: ProcessSpec,
-                    ledger: Ledger | None) -> AsyncIterator[ServedChild]:
-        """The worker as a process child, forked by the fork server if there is one, with its
-        asks answered by ``services``."""
+    async def spawn(self, launch: Launch, spec: ProcessSpec, ledger: Ledger | None,
+                    opener: Any = None) -> AsyncIterator[ServedChild]:
+        """The worker as a process child, forked by the fork server if there is one (or opened
+        by a placement backend's ``opener`` on a node: exec'd there), with its asks answered by
+        ``services``."""
         spawner = self._forks.spawn if self._forks is not None else None
         session_id = spec.env.get(SESSION_ENV) or ""
-        async with open_child(spec, ledger=ledger, spawner=spawner) as child, \
+        opened = (open_child(spec, ledger=ledger, spawner=spawner) if opener is None
+                  else opener(spec, ledger))
+        async with opened as child, \
                 served(child, session_id, self.services or NO_SERVICES) as wrapped:
             yield wrapped
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import trio
 
 from actors.app import drivers
 from actors.session.sessions import SessionTable
-from protocol.errors import BadRequest
+from protocol.errors import BadRequest, CorralError, PlacementBinaryMissing, PlacementCwdMissing
 from protocol.messages import SessionCreate
 from protocol.models import McpServer
 from actors.app import Config
@@ -117,3 +118,24 @@ async def test_a_relative_log_path_is_taken_from_the_session_cwd_and_created_060
     assert stat.S_IMODE(created.stat().st_mode) == 0o600
     assert b'"text":"hi"' in created.read_bytes()
     assert not Path("frames.ndjson").exists() or Path("frames.ndjson").resolve() == created
+
+
+@pytest.mark.parametrize("refusal", [PlacementCwdMissing, PlacementBinaryMissing])
+async def test_a_node_without_the_cwd_or_binary_refuses_the_create(
+        table: SessionTable, tmp_path: Path, refusal: type[CorralError]) -> None:
+    """A placement backend's opener that finds the cwd or binary missing on its node: the
+    create is refused with that code and message (naming the node), once, not a crash loop."""
+    opened: list[str] = []
+
+    @asynccontextmanager
+    async def opener(spec: Any, ledger: Any, *, node: str) -> AsyncIterator[Any]:
+        opened.append(spec.key)
+        raise refusal("cwd '/w' does not exist on node n1 (10.0.0.7)")
+        yield  # an async generator that never yields
+
+    table.opener = opener
+    with pytest.raises(refusal, match=r"node n1 \(10\.0\.0\.7\)"):
+        await table.create(_create(tmp_path))
+    (info,) = table.infos()
+    assert info.state in ("closed", "failed")
+    assert len(opened) == 1

@@ -1,0 +1,65 @@
+"""One loopback Ray cluster for the whole test session: a zero-CPU head and two one-CPU nodes.
+
+``ray_cluster`` (session-scoped, in ``tests/conftest.py``) starts ``ray.cluster_utils.Cluster``
+with the settings the placement tests need and shuts it down (every Ray process it started) at
+the end of the session. Only loopback: ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` binds every port
+to 127.0.0.1; ``RAY_AUTH_MODE=disabled`` in tests only (production keeps Ray's token auth); the
+health checks are tuned so a killed raylet is declared dead within a few seconds, not sixteen.
+The variables stay set for the session, so daemons and gateways the tests start inherit them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+__all__ = ["RAY_ENV", "RayCluster", "ray_cluster"]
+
+RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "500",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
+
+
+class RayCluster:
+    """The running cluster: its GCS ``address`` and its two worker nodes (``workers``)."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.address: str = cluster.address
+        self.workers: list[Any] = [n for n in cluster.list_all_nodes() if n is not cluster.head_node]
+
+    def add_node(self) -> Any:
+        node = self.cluster.add_node(num_cpus=1)
+        self.cluster.wait_for_nodes()
+        self.workers.append(node)
+        return node
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    pytest.importorskip("ray")
+    saved = {name: os.environ.get(name) for name in RAY_ENV}
+    os.environ.update(RAY_ENV)
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        yield RayCluster(cluster)
+    finally:
+        cluster.shutdown()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
