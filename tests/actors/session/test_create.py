@@ -19,7 +19,8 @@ import trio
 
 from actors.app import drivers
 from actors.session.sessions import SessionTable
-from protocol.errors import BadRequest, CorralError, PlacementBinaryMissing, PlacementCwdMissing
+from protocol.errors import (BadRequest, CorralError, PlacementBinaryMissing, PlacementCwdMissing,
+                             SandboxUnavailable)
 from protocol.messages import SessionCreate
 from protocol.models import McpServer
 from actors.app import Config
@@ -139,3 +140,21 @@ async def test_a_node_without_the_cwd_or_binary_refuses_the_create(
     (info,) = table.infos()
     assert info.state in ("closed", "failed")
     assert len(opened) == 1
+
+
+async def test_a_sandboxed_session_on_a_placement_backend_is_sandbox_unavailable(
+        table: SessionTable, tmp_path: Path) -> None:
+    """A placed child runs on another node, out of reach of the Landlock ruleset and the
+    session's proxy: asking for a sandbox there is refused, never run unconfined."""
+    opened: list[str] = []
+
+    @asynccontextmanager
+    async def opener(spec: Any, ledger: Any, *, node: str) -> AsyncIterator[Any]:
+        opened.append(spec.key)
+        raise AssertionError("no child may be opened")
+        yield  # an async generator that never yields
+
+    table.opener = opener
+    with pytest.raises(SandboxUnavailable, match="local placement backend"):
+        await table.create(_create(tmp_path, options={"sandbox": {"mode": "auto", "net": "off"}}))
+    assert opened == [] and table.infos() == []
