@@ -159,6 +159,8 @@ class ProcessChild:
         # Made with the first stderr line: most children write none, and an empty deque is 760 bytes.
         self._stderr: collections.deque[str] | None = None
         self._stdout_ended = False
+        self.on_stderr: Callable[[str], None] | None = None
+        """Called with each stderr line as it is kept (masked): a node agent relays them."""
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` to the child's stdin as is (the caller encodes frames).
@@ -295,6 +297,8 @@ class ProcessChild:
             self._stderr = collections.deque(maxlen=self.spec.stderr_lines)
         self._stderr.append(line)
         logger.info("[%s %d] %s", self.key, self.pid, line)
+        if self.on_stderr is not None:
+            self.on_stderr(line)
 
     async def _close_sequence(self, goodbye: Goodbye | None, polite: bool, shutdown: float) -> None:
         with trio.CancelScope(shield=True):

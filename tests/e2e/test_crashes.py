@@ -9,8 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from .daemonproc import DaemonProc, raw_client, start_daemon, stop_daemon, wait_gone
+
+
+@pytest.fixture
+def daemon(placed_daemon: DaemonProc) -> DaemonProc:
+    """This module's daemon tests run on every placement backend (``placed_daemon``)."""
+    return placed_daemon
 
 
 def _kind(frame: dict[str, Any]) -> str:

@@ -11,13 +11,25 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 import trio
 
 from .daemonproc import DaemonProc, raw_client, start_daemon, stop_daemon, wait_gone
 
 
+@pytest.fixture
+def daemon(placed_daemon: DaemonProc) -> DaemonProc:
+    """This module's daemon tests run on every placement backend (``placed_daemon``)."""
+    return placed_daemon
+
+
 def _kind(frame: dict[str, Any]) -> str:
     return str(frame["event"]["type"])
+
+
+def _session_children(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """``daemon.status`` children but the ray backend's gateway (the daemon's own, permanent)."""
+    return [c for c in status["children"] if c["kind"] != "placement-gateway"]
 
 
 async def test_state_files_are_private_and_status_reports_children(daemon: DaemonProc, tmp_path: Path) -> None:
@@ -32,7 +44,7 @@ async def test_state_files_are_private_and_status_reports_children(daemon: Daemo
         status = await client.ok("daemon.status")
         assert status["pid"] == daemon.info["pid"] and status["sessions"] == 1
         assert status["clients"] == 1 and status["uptime_s"] >= 0
-        assert [c["pid"] for c in status["children"]] == [info["pid"]]
+        assert [c["pid"] for c in _session_children(status)] == [info["pid"]]
         harnesses = {h["harness"]: h for h in (await client.ok("harness.list"))["harnesses"]}
         assert harnesses["fake"]["available"] is True
         assert {"harness", "available", "version", "path", "features"} <= set(harnesses["fake"])
@@ -145,7 +157,7 @@ async def test_close_runs_the_close_sequence_and_leaves_no_process(daemon: Daemo
         assert wait_gone(family, timeout=10) == []
         again = await client.ok("session.close", session_id=info["id"])
         assert again == {}
-        assert (await client.ok("daemon.status"))["children"] == []
+        assert _session_children(await client.ok("daemon.status")) == []
 
 
 async def test_graceful_shutdown_closes_sessions_and_they_are_listed_after_restart(tmp_path: Path) -> None:

@@ -63,6 +63,8 @@ BUFFER_LIMIT = 8 * 1024 * 1024
 """Bytes of one child's output an agent holds for the stream before it stops reading the child."""
 
 _CHUNK = 256 * 1024
+_STDERR_BACKLOG = 1000
+"""Stderr lines a child keeps waiting for its stream; more are dropped (its ring keeps the last)."""
 """The largest chunk read from a child's stdout in one go (``raw`` framing's frame limit)."""
 
 log = logging.getLogger("corral.placement.agent")
@@ -79,6 +81,7 @@ class _Child:
         self.handle: ProcessChild | None = None
         self.chunks: list[bytes] = []
         self.size = 0
+        self.errors: list[str] = []
         self.status: ExitStatus | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.room: trio.Event | None = None
@@ -87,6 +90,11 @@ class _Child:
     def push(self, chunk: bytes) -> None:
         self.chunks.append(chunk)
         self.size += len(chunk)
+        self._wake()
+
+    def push_stderr(self, line: str) -> None:
+        if len(self.errors) < _STDERR_BACKLOG:  # a reader that lags loses lines, never memory
+            self.errors.append(line)
         self._wake()
 
     def end(self, status: ExitStatus) -> None:
@@ -148,7 +156,8 @@ class NodeAgent:
         return True
 
     async def spawn(self, session_id: str, epoch: int, argv: list[str], env: dict[str, str | None],
-                    cwd: str | None, shutdown: float, kind: str) -> dict[str, Any]:
+                    cwd: str | None, shutdown: float, kind: str,
+                    secrets: list[str] | None = None) -> dict[str, Any]:
         """Start a child; its identity on the node (``{"pid", "create_time", "start_ticks",
         "boot_id"}``) or why it did not start (``{"code", "message"}``:
         ``placement.cwd_missing``, ``placement.binary_missing``, ``launch_failed``)."""
@@ -163,6 +172,7 @@ class NodeAgent:
         child = _Child(session_id, epoch)
         spec = ProcessSpec(key=f"ray:{session_id}:{epoch}", kind=kind, argv=argv, cwd=cwd,
                            env={**env, **self.marker}, shutdown=shutdown,
+                           secrets=frozenset(secrets or ()),
                            framing="raw", frame_limit=_CHUNK, death_signal="SIGKILL")
         self._children[key] = child
         try:
@@ -175,13 +185,18 @@ class NodeAgent:
                 "boot_id": token.boot_id}
 
     async def stream(self, session_id: str, epoch: int) -> AsyncIterator[Any]:
-        """The child's output as ``bytes`` batches, then its exit ``(reason, code, signal)``."""
+        """The child's output as ``bytes`` batches and its stderr as ``list[str]`` batches (masked),
+        then its exit ``(reason, code, signal)``."""
         child = self._children.get((session_id, epoch))
         if child is None:
             yield ("lost", None, None)
             return
         loop = asyncio.get_running_loop()
         while True:
+            if child.errors:
+                lines, child.errors = child.errors, []
+                yield lines
+                continue
             if child.chunks:
                 data = child.take()
                 if child.room is not None:
@@ -290,6 +305,9 @@ class NodeAgent:
     async def _run_child(self, child: _Child, spec: ProcessSpec,
                          task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         async with open_child(spec) as handle:
+            for line in handle.stderr_tail():  # written before the hook was set
+                child.push_stderr(line)
+            handle.on_stderr = child.push_stderr
             child.handle = handle
             child.pid = handle.pid
             task_status.started(handle.pid)

@@ -54,6 +54,7 @@ from supervisor.placement.ray.wire import (
     NodeList,
     Nodes,
     Output,
+    Stderr,
     Reconcile,
     Reconciled,
     Send,
@@ -67,11 +68,12 @@ from supervisor.placement.ray.wire import (
 from supervisor.proc.child import Goodbye, ProcessSpec, open_child
 from supervisor.proc.pipes import FrameIterator, framer_factory
 from supervisor.proc.recorder import SpawnRecorder
-from supervisor.proc.spec import ExitStatus
+from supervisor.proc.spec import ExitStatus, redact
 
 __all__ = ["RayPlacement", "RemoteChild"]
 
 log = logging.getLogger("corral.placement")
+child_log = logging.getLogger("corral.child")  # a remote child's stderr, as a local child's
 
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
 """The directory that holds ``supervisor``: the gateway's cwd, so ``-m`` finds this code (and
@@ -112,6 +114,7 @@ class RemoteChild:
         self._ended = trio.Event()
         self._eof = False
         self._close_asked = False
+        self._stderr: collections.deque[str] = collections.deque(maxlen=spec.stderr_lines)
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` to the child's stdin (through the gateway); ``ChildExited`` once it ended."""
@@ -147,8 +150,8 @@ class RemoteChild:
         return Placement(backend="ray", node_id=self.node_id, node_ip=self.node_ip, epoch=self.epoch)
 
     def stderr_tail(self) -> list[str]:
-        """Stderr stays on the node (in its agent's log)."""
-        return []
+        """The last ``spec.stderr_lines`` lines the child wrote to stderr, oldest first."""
+        return list(self._stderr)
 
     def kill_group(self) -> None:
         """SIGKILL the child's group and family on its node."""
@@ -179,6 +182,12 @@ class RemoteChild:
     def _feed(self, data: bytes) -> None:
         self._chunks.append(data)
         self._arrived.set()
+
+    def _stderr_lines(self, lines: list[str]) -> None:
+        for line in lines:  # masked on the node; again here, with this side's secrets
+            line = redact(line, self.spec.secrets)
+            self._stderr.append(line)
+            child_log.info("[%s %d] %s", self.key, self.pid, line)
 
     def _end(self, status: ExitStatus) -> None:
         if self.status is None:
@@ -292,7 +301,7 @@ class RayPlacement:
         env = {k: v for k, v in spec.env.items()}
         answer = await self._request(lambda i: Spawn(
             id=i, session_id=session_id, epoch=epoch, argv=list(spec.argv), env=env, cwd=spec.cwd,
-            shutdown=spec.shutdown, kind=spec.kind, node=node))
+            shutdown=spec.shutdown, kind=spec.kind, node=node, secrets=sorted(spec.secrets)))
         if isinstance(answer, SpawnRefused):  # placement.cwd_missing, binary_missing, no_node...
             raise error_from_wire(answer.code, answer.message, {"node": node} if node else None)
         if not isinstance(answer, Spawned):
@@ -384,6 +393,12 @@ class RayPlacement:
                     self.stale_dropped += 1
                     return
                 child._feed(data)
+            case Stderr(session_id=sid, epoch=epoch, lines=lines):
+                child = self.children.get((sid, epoch))
+                if child is None or child.status is not None:
+                    self.stale_dropped += 1
+                    return
+                child._stderr_lines(lines)
             case Exited(session_id=sid, epoch=epoch, reason=reason, exit_code=code, signal=sig):
                 child = self.children.get((sid, epoch))
                 if child is None:

@@ -43,6 +43,7 @@ from supervisor.placement.ray.wire import (
     NodeList,
     Nodes,
     Output,
+    Stderr,
     Reconcile,
     Reconciled,
     Send,
@@ -233,7 +234,8 @@ class Gateway:
         key = (frame.session_id, frame.epoch)
         try:
             started = await agent.handle.spawn.remote(frame.session_id, frame.epoch, frame.argv,
-                                                      frame.env, frame.cwd, frame.shutdown, frame.kind)
+                                                      frame.env, frame.cwd, frame.shutdown, frame.kind,
+                                                      frame.secrets)
         except self._died as exc:
             self._lose(agent)
             self._write(SpawnRefused(id=frame.id, code="launch_failed",
@@ -284,6 +286,8 @@ class Gateway:
                     self._write(Output(session_id=session_id, epoch=epoch, data=item))
                     if self.writer is not None:
                         await self.writer.drain()
+                elif isinstance(item, list):
+                    self._write(Stderr(session_id=session_id, epoch=epoch, lines=item))
                 else:
                     reason, code, sig = item
                     self._write(Exited(session_id=session_id, epoch=epoch, reason=reason,

@@ -55,6 +55,8 @@ class Spawn(_Frame, tag="spawn", frozen=True):
     shutdown: float = 5.0
     kind: str = "harness"
     node: str = ""
+    secrets: list[str] = []
+    """Values masked as ``***`` in the stderr lines the agent keeps and relays."""
 
 
 class Spawned(_Frame, tag="spawned", frozen=True):
@@ -146,6 +148,14 @@ class Output(_Frame, tag="output", frozen=True):
     data: bytes
 
 
+class Stderr(_Frame, tag="stderr", frozen=True):
+    """Lines the child wrote to its stderr (masked with ``Spawn.secrets`` on the node)."""
+
+    session_id: str
+    epoch: int
+    lines: list[str]
+
+
 class Exited(_Frame, tag="exited", frozen=True):
     """The child's end; its last ``Output`` came before."""
 
@@ -157,7 +167,7 @@ class Exited(_Frame, tag="exited", frozen=True):
 
 
 DaemonFrame = Spawn | Send | Close | Nodes | Reconcile | StopAgents
-GatewayFrame = Spawned | SpawnRefused | NodeList | Reconciled | Output | Exited
+GatewayFrame = Spawned | SpawnRefused | NodeList | Reconciled | Output | Stderr | Exited
 
 _encoder = msgspec.msgpack.Encoder()
 _daemon_decoder = msgspec.msgpack.Decoder(DaemonFrame)
