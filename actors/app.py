@@ -14,9 +14,9 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import msgspec
 import trio
@@ -38,10 +38,8 @@ from actors.native.daemon.config import (
     load_prices,
     user_prices_path,
 )
-from actors.native.daemon.driver import NATIVE_ROOT, NativeDriver, adk_installed
 from actors.native.daemon.forkservice import ForkServer
-from actors.native.daemon.services import DaemonServices
-from actors.native.daemon.translate import autonomy as native_autonomy
+from actors.native.daemon.install import NATIVE_ROOT, adk_installed
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
 from actors.session.drivers import LazyDrivers
 from actors.session.sessions import ClosedSession, SessionTable
@@ -97,6 +95,9 @@ from supervisor.server.gate import PATH as GATE_PATH
 from supervisor.server.gate import Gate
 from supervisor.statedir import DaemonFile, StateDir
 from supervisor.tree import ChildSpec, ChildType, RestartType
+
+if TYPE_CHECKING:  # the native driver and its services load with the first native session
+    from actors.native.daemon.asks import Services
 
 __all__ = ["App", "Config", "drivers", "main", "serve"]
 
@@ -193,7 +194,8 @@ class _VendorArgs(TypedDict):
 
 
 def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
-            forks: ForkServer | None = None) -> LazyDrivers:
+            forks: ForkServer | None = None,
+            services: Callable[[], Services] | None = None) -> LazyDrivers:
     """Every harness by name, each driver built on first use (``LazyDrivers``: its package is
     imported then); ``[harness.<name>]`` tables configure the vendor drivers and
     ``[providers.<name>]`` tables (with the shipped price table and the user's
@@ -202,6 +204,8 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
     ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
     that only list harnesses) OpenCode sessions get a private pool that is not running.
     ``forks`` is the daemon's native fork server; without one native workers are exec'd.
+    ``services`` makes what answers the native workers' asks (MCP tools, diagnostics), called
+    when the native driver is built; without it their asks are refused.
     """
     providers, warnings = decode_providers(config.providers)
     prices, price_warnings = load_prices((PRICES_FILE, user_prices_path()))
@@ -235,6 +239,12 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         from actors.vendors.pi import PiDriver
         return PiDriver(**vendor("pi"))
 
+    def native() -> Any:
+        from actors.native.daemon.driver import NativeDriver
+        return NativeDriver(providers=providers, prices=prices, forks=forks,
+                            context=config.native.context(), compaction=config.native.compaction,
+                            services=services() if services is not None else None)
+
     def opencode_driver() -> Any:
         from actors.vendors.opencode import OpenCodeDriver
         return OpenCodeDriver(opencode or OpenCodeServers(None), **vendor("opencode"))
@@ -243,9 +253,7 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         "fake": FakeDriver,
         "claude": claude,
         "codex": codex,
-        "native": lambda: NativeDriver(providers=providers, prices=prices, forks=forks,
-                                       context=config.native.context(),
-                                       compaction=config.native.compaction),
+        "native": native,
         **{name: functools.partial(acp, name) for name in PROFILES},
         "pi": pi,
         "opencode": opencode_driver,
@@ -268,7 +276,8 @@ class App:
         self.workspaces = Workspaces(host.state.root, self.config.workspaces, host.ledger)
         # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
-                                     drivers(self.config, self.opencode, forks=self.forks),
+                                     drivers(self.config, self.opencode, forks=self.forks,
+                                             services=self._native_services),
                                      after_result=self.workspaces.after_result)
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
@@ -277,10 +286,6 @@ class App:
         self.mcp_front = McpFront(host.state.root, lambda: host.port,
                                   extra_origins=self.config.daemon.allowed_origins)
         host.routes["/mcp"] = self.mcp_front.splice
-        native = self.sessions.drivers.get("native")
-        if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
-            native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
-                                             session=self._live_request)
 
     def boot(self, host: Host) -> None:
         for warning in [*self.loaded.warnings, *(w.message for w in self.lsp.warnings)]:
@@ -377,6 +382,12 @@ class App:
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
 
+    def _native_services(self) -> Services:
+        """What answers the native workers' asks: they reach MCP and LSP through us (built with
+        the native driver, on its first use)."""
+        from actors.native.daemon.services import DaemonServices
+        return DaemonServices(mcp=self.mcp.registry, lsp=self.lsp, session=self._live_request)
+
     def _live_request(self, session_id: str) -> HarnessRequest | None:
         """A live session's request (its cwd and MCP servers), for the native workers' asks."""
         session = self.sessions.live.get(session_id)
@@ -388,7 +399,9 @@ def _goal_as_prompt(request: SessionCreate) -> SessionCreate:
     user message of the run); a bad ``options.autonomous`` is refused here."""
     if request.harness != "native" or not request.options:
         return request
-    settings = native_autonomy(request.options)
+    from actors.native.daemon.translate import autonomy  # with the first native request
+
+    settings = autonomy(request.options)
     return request if settings is None else msgspec.structs.replace(request, prompt=settings.goal)
 
 
