@@ -199,7 +199,7 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
     """Every harness by name, each driver built on first use (``LazyDrivers``: its package is
     imported then); ``[harness.<name>]`` tables configure the vendor drivers and
     ``[providers.<name>]`` tables (with the shipped price table and the user's
-    ``prices.toml``) the native one.
+    ``prices.toml``) the native one, decoded when it is built (their warnings logged then).
 
     ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
     that only list harnesses) OpenCode sessions get a private pool that is not running.
@@ -207,10 +207,6 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
     ``services`` makes what answers the native workers' asks (MCP tools, diagnostics), called
     when the native driver is built; without it their asks are refused.
     """
-    providers, warnings = decode_providers(config.providers)
-    prices, price_warnings = load_prices((PRICES_FILE, user_prices_path()))
-    for warning in warnings + price_warnings:
-        log.warning("config: %s", warning)
     cache = DetectionCache()  # one for every vendor: harness.list and session.create read it
 
     def vendor(harness: str) -> _VendorArgs:
@@ -241,6 +237,10 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
 
     def native() -> Any:
         from actors.native.daemon.driver import NativeDriver
+        providers, warnings = decode_providers(config.providers)
+        prices, price_warnings = load_prices((PRICES_FILE, user_prices_path()))
+        for warning in warnings + price_warnings:
+            log.warning("config: %s", warning)
         return NativeDriver(providers=providers, prices=prices, forks=forks,
                             context=config.native.context(), compaction=config.native.compaction,
                             services=services() if services is not None else None)
