@@ -4,6 +4,7 @@ driver, its translator or the process child they bring (those load with the firs
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 from pathlib import Path
 
@@ -15,9 +16,13 @@ workers and of the fork server, so that their ``python -m`` imports this very co
 
 
 def adk_installed() -> bool:
-    """Whether google-adk is installed (its ``google.adk.runners`` module is found, without
-    importing it: ``google.adk`` loads lazily, a millisecond)."""
+    """Whether google-adk is installed: its ``google.adk.runners`` module is found in the
+    ``google.adk`` package, neither of them imported (the daemon asks at start)."""
     try:
-        return importlib.util.find_spec("google.adk.runners") is not None
+        adk = importlib.util.find_spec("google.adk")
     except (ImportError, ValueError):
         return False
+    if adk is None or not adk.submodule_search_locations:
+        return False
+    locations = list(adk.submodule_search_locations)
+    return importlib.machinery.PathFinder.find_spec("google.adk.runners", locations) is not None
