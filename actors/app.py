@@ -14,9 +14,9 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import msgspec
 import trio
@@ -38,10 +38,8 @@ from actors.native.daemon.config import (
     load_prices,
     user_prices_path,
 )
-from actors.native.daemon.driver import NATIVE_ROOT, NativeDriver, adk_installed
 from actors.native.daemon.forkservice import ForkServer
-from actors.native.daemon.services import DaemonServices
-from actors.native.daemon.translate import autonomy as native_autonomy
+from actors.native.daemon.install import NATIVE_ROOT, adk_installed
 from actors.notify.config import NotifyTarget
 from actors.sandboxing.config import SandboxConfig
 from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
@@ -110,6 +108,9 @@ from supervisor.server.metrics import PATH as METRICS_PATH
 from supervisor.server.metrics import MetricsRoute
 from supervisor.statedir import DaemonFile, StateDir, resolve_state_dir
 from supervisor.tree import ChildSpec, ChildType, RestartType
+
+if TYPE_CHECKING:  # the native driver and its services load with the first native session
+    from actors.native.daemon.asks import Services
 
 __all__ = ["App", "Config", "drivers", "main", "serve"]
 
@@ -232,20 +233,21 @@ class _VendorArgs(TypedDict):
 
 
 def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
-            forks: ForkServer | None = None) -> LazyDrivers:
+            forks: ForkServer | None = None,
+            services: Callable[[], Services] | None = None,
+            tracing: Callable[[], Any] | None = None) -> LazyDrivers:
     """Every harness by name, each driver built on first use (``LazyDrivers``: its package is
     imported then); ``[harness.<name>]`` tables configure the vendor drivers and
     ``[providers.<name>]`` tables (with the shipped price table and the user's
-    ``prices.toml``) the native one.
+    ``prices.toml``) the native one, decoded when it is built (their warnings logged then).
 
     ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
     that only list harnesses) OpenCode sessions get a private pool that is not running.
     ``forks`` is the daemon's native fork server; without one native workers are exec'd.
+    ``services`` makes what answers the native workers' asks (MCP tools, diagnostics), called
+    when the native driver is built; without it their asks are refused. ``tracing`` makes the
+    telemetry its workers add their model calls' spans with (``None``: telemetry is off).
     """
-    providers, warnings = decode_providers(config.providers)
-    prices, price_warnings = load_prices((PRICES_FILE, user_prices_path()))
-    for warning in warnings + price_warnings:
-        log.warning("config: %s", warning)
     cache = DetectionCache()  # one for every vendor: harness.list and session.create read it
 
     def vendor(harness: str) -> _VendorArgs:
@@ -274,6 +276,18 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         from actors.vendors.pi import PiDriver
         return PiDriver(**vendor("pi"))
 
+    def native() -> Any:
+        from actors.native.daemon.driver import NativeDriver
+        providers, warnings = decode_providers(config.providers)
+        prices, price_warnings = load_prices((PRICES_FILE, user_prices_path()))
+        for warning in warnings + price_warnings:
+            log.warning("config: %s", warning)
+        driver = NativeDriver(providers=providers, prices=prices, forks=forks,
+                              context=config.native.context(), compaction=config.native.compaction,
+                              services=services() if services is not None else None)
+        driver.tracing = tracing() if tracing is not None else None
+        return driver
+
     def opencode_driver() -> Any:
         from actors.vendors.opencode import OpenCodeDriver
         return OpenCodeDriver(opencode or OpenCodeServers(None), **vendor("opencode"))
@@ -282,9 +296,7 @@ def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
         "fake": FakeDriver,
         "claude": claude,
         "codex": codex,
-        "native": lambda: NativeDriver(providers=providers, prices=prices, forks=forks,
-                                       context=config.native.context(),
-                                       compaction=config.native.compaction),
+        "native": native,
         **{name: functools.partial(acp, name) for name in PROFILES},
         "pi": pi,
         "opencode": opencode_driver,
@@ -311,13 +323,16 @@ class App:
         self.telemetry = Telemetry(self.config.telemetry, os.environ)
         # After each turn's result a session with a worktree recounts its changed files.
         self.sessions = SessionTable(host.state.root, self.config, host.ledger,
-                                     drivers(self.config, self.opencode, forks=self.forks),
+                                     drivers(self.config, self.opencode, forks=self.forks,
+                                             services=self._native_services,
+                                             tracing=self.telemetry.native_tracing),
                                      after_result=self.workspaces.after_result,
                                      watch=self.notifier.watch if self.notifier else None,
                                      observer=self.telemetry.observer)
         self.sessions.sandbox_masks = [str(host.state.root), str(self.workspaces.root)]
         self.worktrees = WorktreeRequests(self.workspaces, self.sessions)
-        self.usage = UsageService(host.state.root, load_prices((PRICES_FILE, user_prices_path()))[0])
+        self.usage = UsageService(host.state.root,
+                                  lambda: load_prices((PRICES_FILE, user_prices_path()))[0])
         self.lsp = LanguageServers(self.config.lsp, host.ledger, client_version=__version__)
         self.mcp: McpParts = mcp_parts(loaded, host.ledger, _mcp_gate(self.config))
         # corral's own tools over MCP at /mcp on the daemon's port (the SDK loads on first use)
@@ -329,11 +344,6 @@ class App:
         host.routes[METRICS_PATH] = MetricsRoute(
             self.telemetry.registry, lambda: host.port, host.state.token,
             public=self.config.telemetry.metrics_public, extra_origins=self.config.daemon.allowed_origins)
-        native = self.sessions.drivers.get("native")
-        if isinstance(native, NativeDriver):  # native workers reach MCP and LSP through us
-            native.services = DaemonServices(mcp=self.mcp.registry, lsp=self.lsp,
-                                             session=self._live_request)
-            native.tracing = self.telemetry.native_tracing()
 
     def boot(self, host: Host) -> None:
         for warning in [*self.loaded.warnings, *(w.message for w in self.lsp.warnings)]:
@@ -453,6 +463,11 @@ class App:
         """The children a placement backend runs on other nodes (none on ``local``)."""
         children = getattr(self.placement, "children", None)
         return list(children()) if children is not None else []
+    def _native_services(self) -> Services:
+        """What answers the native workers' asks: they reach MCP and LSP through us (built with
+        the native driver, on its first use)."""
+        from actors.native.daemon.services import DaemonServices
+        return DaemonServices(mcp=self.mcp.registry, lsp=self.lsp, session=self._live_request)
 
     def _live_request(self, session_id: str) -> HarnessRequest | None:
         """A live session's request (its cwd and MCP servers), for the native workers' asks."""
@@ -483,7 +498,9 @@ def _goal_as_prompt(request: SessionCreate) -> SessionCreate:
     user message of the run); a bad ``options.autonomous`` is refused here."""
     if request.harness != "native" or not request.options:
         return request
-    settings = native_autonomy(request.options)
+    from actors.native.daemon.translate import autonomy  # with the first native request
+
+    settings = autonomy(request.options)
     return request if settings is None else msgspec.structs.replace(request, prompt=settings.goal)
 
 

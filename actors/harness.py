@@ -43,7 +43,7 @@ from typing import Any, Literal, Protocol
 from protocol.base import Data
 from protocol.events import Decision, Event
 from protocol.models import Detection, Features, McpServer, Permissions
-from protocol.native import Confinement
+from protocol.confinement import Confinement
 from protocol.sandbox import SandboxInfo
 
 

@@ -14,6 +14,7 @@ type, a number out of range, or a value nested deeper than the decoder's recursi
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
@@ -105,7 +106,7 @@ def decode_request(frame: bytes | str) -> ClientRequest:
 def decode_server_frame(frame: bytes | str) -> ServerFrame:
     """Decode a frame from the daemon (for clients); raises ``msgspec.DecodeError`` on garbage."""
     try:
-        return _SERVER.decode(frame)
+        return _server_decoder().decode(frame)
     except RecursionError:
         raise msgspec.DecodeError("frame nested too deeply") from None
 
@@ -140,4 +141,10 @@ _ENVELOPE = msgspec.json.Decoder(_Envelope)
 _HELLO_ENVELOPE = msgspec.json.Decoder(_HelloEnvelope)
 _HELLO = msgspec.json.Decoder(Hello)
 _REQUEST = msgspec.json.Decoder(ClientRequest)
-_SERVER = msgspec.json.Decoder(ServerFrame)
+
+
+@functools.cache
+def _server_decoder() -> msgspec.json.Decoder[ServerFrame]:
+    """Built on a client's first frame: the daemon never decodes one, and building it resolves
+    the annotations of every event and result type, a good part of the daemon's start."""
+    return msgspec.json.Decoder(ServerFrame)

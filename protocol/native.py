@@ -37,6 +37,8 @@ from msgspec import Meta
 from .events import Decision, Event
 from .models import Permissions
 from .native_context import ContextSettings
+from .confinement import Confinement as Confinement
+from .price import Price as Price
 
 __all__ = [
     "Answer",
@@ -110,15 +112,6 @@ class ProviderSettings(msgspec.Struct, kw_only=True, frozen=True):
         return f"{self.provider}/{self.model}"
 
 
-class Price(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
-    """US dollars per million tokens of each kind (``config/prices.toml``)."""
-
-    input: float
-    output: float
-    cache_read: float | None = None
-    cache_write: float | None = None
-
-
 class Autonomy(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """``options.autonomous`` of a native session: the goal and the budgets of a run that goes on
     turn after turn until the model calls ``report_done`` or a budget is spent. Every budget is
@@ -139,23 +132,6 @@ class _Command(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit
     """Base of every daemon → worker frame."""
 
 
-class Confinement(msgspec.Struct, kw_only=True, frozen=True):
-    """A sandboxed native session's confinement (``supervisor.sandbox.SandboxPlan`` as plain
-    strings): the worker enforces it on itself with Landlock as its first act, so its file tools
-    and every tool process it starts are held by the kernel; ``net`` other than ``on`` is also
-    laid on each bash command (the worker itself keeps reaching its model)."""
-
-    cwd: str
-    read_only: list[str] = []
-    writable: list[str] = []
-    protected: list[str] = []
-    masked: list[str] = []
-    hidden: list[str] = []
-    tmp_dir: str | None = None
-    net: Literal["on", "model", "off"] = "on"
-    proxy_port: int | None = None
-    """``net = "model"``: the loopback port of the session's proxy, the one TCP port a bash
-    command may connect to; its proxy variables point there."""
 
 
 class WorkerTelemetry(msgspec.Struct, kw_only=True, frozen=True):

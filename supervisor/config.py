@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import (
@@ -120,6 +119,8 @@ def load_config(
 
 def parse_config(root: type[C], text: str, *, source: str = "<string>") -> LoadedConfig[C]:
     """Decode TOML ``text`` as ``root``; ``source`` names it in a ``ConfigInvalid`` for bad TOML."""
+    import tomllib  # here: a daemon started without a configuration file never reads TOML
+
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

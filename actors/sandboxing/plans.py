@@ -19,7 +19,7 @@ from pathlib import Path
 from actors.harness import HarnessRequest, Launch
 from actors.sandboxing.gitrules import git_rules
 from actors.sandboxing.profiles import state_paths
-from protocol.native import Confinement
+from protocol.confinement import Confinement
 from protocol.sandbox import SandboxInfo
 from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, void_file
 

@@ -18,18 +18,19 @@ import functools
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from actors.telemetry.config import ExportSettings, TelemetryConfig, export_settings
 from actors.telemetry.metricset import CorralMetrics
-from actors.native.daemon.translate import TurnTracing
 from actors.telemetry.observer import Observer
-from protocol.native import WorkerTelemetry
 from supervisor.metrics import Registry
 from supervisor.threadimport import load
 from supervisor.tree import ChildSpec
+
+if TYPE_CHECKING:
+    from actors.native.daemon.translate import TurnTracing
 
 __all__ = ["FLUSH_TIMEOUT", "Telemetry"]
 
@@ -56,6 +57,9 @@ class Telemetry:
         settings, observer = self.settings, self.observer
         if settings is None:
             return None
+        # With the native driver (built on the first native use), not at the daemon's start.
+        from actors.native.daemon.translate import TurnTracing
+        from protocol.native import WorkerTelemetry
 
         def context(session_id: str, model: str) -> str | None:
             return observer.turn_context(session_id, "native", model, time.time())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from protocol.events import Usage
-from protocol.native import Price
+from protocol.price import Price
 
 __all__ = ["call_cost", "model_name", "price_for"]
 

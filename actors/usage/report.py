@@ -16,7 +16,7 @@ from actors.session.meta import SessionMeta, list_sessions
 from actors.usage.index import IndexedUsage, load_usage
 from actors.usage.summary import UNKNOWN, SessionUsage, parse_by, parse_since, summarise
 from protocol.messages import UsageSummary, UsageSummaryResult
-from protocol.native import Price
+from protocol.price import Price
 
 __all__ = ["local_summary", "summarise_state"]
 

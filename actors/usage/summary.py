@@ -30,7 +30,7 @@ from actors.usage.pricing import call_cost, model_name, price_for
 from protocol.errors import BadRequest
 from protocol.events import Usage
 from protocol.messages import UsageFigures, UsageGroup, UsageSummaryResult
-from protocol.native import Price
+from protocol.price import Price
 
 __all__ = ["GROUPINGS", "By", "SessionUsage", "parse_by", "parse_since", "summarise"]
 

@@ -36,13 +36,17 @@ import re
 import shutil
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import msgspec
 import trio
 
 from protocol.errors import ChildExited, CorralError
-from supervisor.proc import ProcessChild, ProcessSpec, open_child
+from supervisor.proc import ProcessSpec
+from supervisor.threadimport import load
+
+if TYPE_CHECKING:  # the process child loads with the first probe (detection runs after start)
+    from supervisor.proc.child import ProcessChild
 
 __all__ = ["BACKGROUND_NICE", "OUTPUT_LIMIT", "ProbeFailed", "Ran", "Write", "ask_probe",
            "in_background", "package_version", "parse_version", "probe_version", "run_probe"]
@@ -216,6 +220,9 @@ async def _supervised(argv: list[str], env: Mapping[str, str], timeout: float,
     spec = ProcessSpec(key=key, kind="probe", argv=argv,
                        cwd=cwd, env=overrides, shutdown=0, framing=framing, frame_limit=OUTPUT_LIMIT,
                        death_signal="SIGKILL", secrets=secrets)
+    await load("supervisor.proc.child")  # off the event loop, the first time
+    from supervisor.proc.child import open_child
+
     with trio.move_on_after(timeout):
         try:
             async with open_child(spec) as child:

@@ -36,7 +36,8 @@ import trio
 
 from protocol.errors import GitFailed, LaunchFailed, Timeout
 from supervisor.ledger.store import Ledger
-from supervisor.proc.child import ProcessSpec, open_child
+from supervisor.proc.spec import ProcessSpec
+from supervisor.threadimport import load
 
 __all__ = ["FALLBACK_IDENTITY", "Git", "GitOutput", "identity_env"]
 
@@ -116,6 +117,9 @@ class Git:
         return output
 
     async def _run(self, spec: ProcessSpec, limit: int) -> GitOutput:
+        await load("supervisor.proc.child")  # off the event loop, with the first git command
+        from supervisor.proc.child import open_child
+
         async with open_child(spec, ledger=self.ledger) as child:
             await child.close_stdin()
             kept = bytearray()

@@ -27,6 +27,14 @@ HEAVY = (
     # our modules that only a session of some kind needs
     "actors.mcp.connection", "actors.native.daemon.forkclient", "actors.native.cli.oneshot",
     "actors.vendors.opencode.http", "actors.notify.delivery",
+    # the native driver, its translator and the services of its asks (a native session's), and
+    # the package metadata reader its detection uses
+    "actors.native.daemon.driver", "actors.native.daemon.translate",
+    "actors.native.daemon.services", "actors.native.daemon.asks", "importlib.metadata",
+    # the provider resolver and the price type (decoded with the native driver), and the
+    # compaction estimator and plan (the daemon reads only [native.compaction])
+    "actors.native.providers", "protocol.native", "actors.native.compaction.estimate",
+    "actors.native.compaction.plan", "actors.native.compaction.sidecar",
     # the CLI's client side: `corral daemon` parses its command line without loading the other
     # commands' modules (their handlers are imported when they run)
     "supervisor.client", "supervisor.acp.agent", "supervisor.cli.sessions", "supervisor.cli.attach",

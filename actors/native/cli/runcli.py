@@ -23,17 +23,18 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from supervisor import logformat
 
-from ..providers import ModelSpecError, ProviderTable, resolve
+if TYPE_CHECKING:
+    from ..providers import ProviderTable
 
 __all__ = ["ProvidersLoader", "add_commands"]
 
-ProvidersLoader = Callable[[str | None], Mapping[str, ProviderTable]]
+ProvidersLoader = Callable[[str | None], Mapping[str, "ProviderTable"]]
 """The ``[providers]`` tables of the config file at the path (``None``: the default file)."""
 
 CommandAdder = Callable[[str, Callable[[argparse.Namespace], int | None], str],
@@ -96,6 +97,7 @@ def _with_model(args: argparse.Namespace, spec: str, providers: ProvidersLoader,
                 body: Callable[[Any], Any], *, text: bool = True) -> int:
     """Build the model for ``spec``, run ``body`` on it, close it, and report the result."""
     from ..models import ModelError, ProviderConfig, build_model, close_model
+    from ..providers import ModelSpecError, resolve
     from .oneshot import RunResult
 
     # Warnings on stderr, one line each; ADK's and the SDKs' tracebacks of the failure this

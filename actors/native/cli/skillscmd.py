@@ -13,7 +13,6 @@ in the document instead). Exit status 0, even with warnings.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,6 +57,8 @@ def run(cwd: Path, settings: ContextSettings, environ: Mapping[str, str], *, as_
     """Print the report (see the module docstring)."""
     data = report(cwd, settings, environ)
     if as_json:
+        import json  # with the command: the daemon imports this module for its command line
+
         out.write(json.dumps(data, indent=2) + "\n")
         return 0
     for warning in data["warnings"]:

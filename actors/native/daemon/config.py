@@ -11,28 +11,34 @@ user's configuration file (``~/.config/corral/prices.toml``): ``[MODEL] input = 
 cache_read = …, cache_write = …`` in US dollars per million tokens; a model in the user's table
 replaces the shipped entry. ``load_prices`` never fails: a bad entry is a warning and is left out
 (its model then has ``cost_usd: null``).
+
+The daemon imports this module at start for ``NativeConfig`` (a section of its configuration);
+the resolver, the price type and the TOML reader load with the first call that needs them, when
+the native driver is built.
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from protocol.messages import SessionWarning
-from protocol.native import Price, ProviderSettings
 from protocol.native_context import ContextSettings
 from supervisor.config import default_config_path
 
 from actors import defaults
 
 from ..compaction.settings import CompactionConfig
-from ..providers import DEFAULT_BASE_URLS, KINDS, ProviderTable
+
+if TYPE_CHECKING:
+    from protocol.native import Price, ProviderSettings
+
+    from ..providers import ProviderTable
 
 __all__ = [
     "PRICES_FILE",
@@ -69,12 +75,14 @@ class NativeConfig(ContextSettings, kw_only=True, frozen=True, forbid_unknown_fi
         return ContextSettings(**fields)
 
 
-ProvidersConfig = dict[str, ProviderTable]
+ProvidersConfig = dict[str, "ProviderTable"]
 """The ``[providers]`` section: provider name → its table."""
 
 
 def decode_providers(raw: Mapping[str, Any]) -> tuple[ProvidersConfig, list[str]]:
     """The ``[providers]`` tables as Structs, and a warning naming each one that was dropped."""
+    from ..providers import KINDS, ProviderTable
+
     tables: ProvidersConfig = {}
     warnings: list[str] = []
     for name, table in raw.items():
@@ -97,6 +105,8 @@ def key_warnings(settings: ProviderSettings) -> list[SessionWarning]:
     key); at a ``base_url`` of the user's the requests go without one, which a local server may
     well accept, so a provider that names no key variable there gets no warning.
     """
+    from ..providers import DEFAULT_BASE_URLS
+
     if settings.api_key:
         return []
     public = settings.base_url.rstrip("/") == DEFAULT_BASE_URLS[settings.kind]
@@ -125,6 +135,10 @@ def load_prices(paths: Sequence[Traversable | Path] = (PRICES_FILE,)
                 ) -> tuple[dict[str, Price], list[str]]:
     """The price tables at ``paths``, a later one's model replacing an earlier one's (a missing
     file adds nothing), and a warning per bad entry or unreadable file. Blocking (reads files)."""
+    import tomllib
+
+    from protocol.price import Price
+
     prices: dict[str, Price] = {}
     warnings: list[str] = []
     for path in paths:

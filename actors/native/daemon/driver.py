@@ -24,13 +24,10 @@ Nothing here imports ADK or the model SDKs: a test keeps it so.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -46,6 +43,7 @@ from supervisor.proc.child import ProcessSpec, open_child
 from .asks import NO_SERVICES, ServedChild, Services, served
 from ..compaction.settings import CompactionConfig
 from .forkservice import ForkServer
+from .install import NATIVE_ROOT, adk_installed
 from ..providers import DEFAULT_BASE_URLS, KINDS, ProviderTable, key_env
 from .translate import NativeTranslator, TurnTracing, store_dir
 
@@ -55,21 +53,8 @@ HARNESS = "native"
 FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, set_model=True)
 """What a native session can do, statically (``detect`` adds the providers)."""
 
-NATIVE_ROOT = Path(__file__).resolve().parents[3]
-"""The directory that holds ``actors`` (a source tree, or an install's site-packages): the cwd of
-workers and of the fork server, so that their ``python -m`` imports this very code."""
-
 SESSION_ENV = "CORRAL_SESSION_ID"
 """The worker's environment variable naming its session (how ``spawn`` knows whose asks)."""
-
-
-def adk_installed() -> bool:
-    """Whether google-adk is installed (its ``google.adk.runners`` module is found, without
-    importing it: ``google.adk`` loads lazily, a millisecond)."""
-    try:
-        return importlib.util.find_spec("google.adk.runners") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 class NativeDriver:
@@ -93,10 +78,10 @@ class NativeDriver:
         self._forks = forks
         self.services = services
         """Answers the workers' asks; settable until the first spawn (the composition root
-        builds the drivers before the session table its services look sessions up in)."""
+        makes it when it builds the driver, on the first native use)."""
         self.tracing: TurnTracing | None = None
-        """The daemon's telemetry for the workers' model-call spans (set by the composition
-        root when an OTLP endpoint is configured)."""
+        """The daemon's telemetry for the workers' model-call spans (set when the driver is
+        built, when an OTLP endpoint is configured)."""
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The worker's argv, env and cwd. Pure."""
@@ -144,9 +129,11 @@ class NativeDriver:
         if not adk_installed():
             return Detection(harness=HARNESS, available=False, features=features,
                              reason="google-adk is not installed (pip install google-adk)")
+        from importlib import metadata  # here: its import costs a daemon's start more than ours
+
         try:
-            version: str | None = importlib.metadata.version("google-adk")
-        except importlib.metadata.PackageNotFoundError:
+            version: str | None = metadata.version("google-adk")
+        except metadata.PackageNotFoundError:
             version = None
         return Detection(harness=HARNESS, available=True, version=version,
                          path=sys.executable, features=features)

@@ -32,18 +32,19 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 import trio
 
 from protocol.errors import ChildExited, CorralError
-from protocol.forkserver import ForkServerReady, decode_ready
 from supervisor.ledger.store import Ledger
-from supervisor.proc import prctl
-from supervisor.proc.child import ProcessChild, ProcessSpec, open_child
-from supervisor.proc.spawn import Spawned, spawn
 from supervisor.tree import Backoff, ChildSpec, RestartType, Strategy, SupervisorSpec, supervisor_child
+
+if TYPE_CHECKING:  # the process child loads when the server is first wanted (or a spawn falls back)
+    from protocol.forkserver import ForkServerReady
+    from supervisor.proc.child import ProcessChild
+    from supervisor.proc.spawn import Spawned
 
 __all__ = ["KIND", "SUPERVISOR", "ForkServer", "ForkServerStats"]
 
@@ -153,6 +154,8 @@ class ForkServer:
         try:
             spawned = await self._fork(cwd or self._cwd, env, death_signal)
         except ForkFailed as exc:
+            from supervisor.proc.spawn import spawn
+
             self.fallbacks += 1
             log.warning("native fork server: %s; starting the worker with a plain exec", exc)
             return await spawn(argv, cwd=cwd, env=env, death_signal=death_signal)
@@ -171,6 +174,8 @@ class ForkServer:
 
     async def _fork(self, cwd: str, env: Mapping[str, str],
                     death_signal: signal.Signals | None) -> Spawned:
+        from supervisor.proc import prctl
+
         from .forkclient import ForkFailed, NoAnswer, fork_worker  # loaded by ``spawn``
 
         if not prctl.is_child_subreaper():
@@ -232,6 +237,8 @@ class ForkServer:
         """Start one process for ``run``; if it is ready first, it serves until it ends (the
         other contender is cancelled, which closes its process). How it ended goes to
         ``ended``; the last contender out cancels ``done``."""
+        from supervisor.proc.child import ProcessSpec, open_child
+
         from .forkclient import socket_address
 
         address = socket_address(self._state_dir, name)
@@ -265,6 +272,8 @@ class ForkServer:
                     done.cancel()
 
     async def _ready(self, child: ProcessChild, address: str) -> ForkServerReady:
+        from protocol.forkserver import decode_ready
+
         frame: bytes | None = None
         with trio.move_on_after(self._start_timeout):
             try:

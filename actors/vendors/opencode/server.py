@@ -32,8 +32,8 @@ import trio
 
 from actors.harness import Launch
 from protocol.errors import ActorGone, ChildExited, LaunchFailed
-from supervisor.proc.child import open_child
 from supervisor.proc.spec import ExitStatus, ProcessSpec
+from supervisor.threadimport import load
 
 
 if TYPE_CHECKING:  # the HTTP client (h11) loads with the first server that runs (``run``)
@@ -140,6 +140,9 @@ class OpenCodeServer:
 
     async def run(self, *, task_status: trio.TaskStatus[OpenCodeServer] = trio.TASK_STATUS_IGNORED) -> None:
         """One generation: spawn, find the URL, open the event stream, serve until it ends."""
+        await load("supervisor.proc.child")  # off the event loop, with the first server
+        from supervisor.proc.child import open_child
+
         from .http import HttpClient
 
         self.generation += 1
