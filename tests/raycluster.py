@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,8 +47,12 @@ class RayCluster:
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[RayCluster]:
     pytest.importorskip("ray")
-    saved = {name: os.environ.get(name) for name in RAY_ENV}
-    os.environ.update(RAY_ENV)
+    # The cluster's workers (node agents) and the children they start import corral from this
+    # tree, as a daemon started from a source tree does (an install needs nothing of this).
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**RAY_ENV, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})

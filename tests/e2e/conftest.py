@@ -20,7 +20,7 @@ async def daemon(tmp_path: Path) -> AsyncIterator[DaemonProc]:
         await stop_daemon(proc)
 
 
-@pytest.fixture(params=["local", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.fixture(params=["local", pytest.param("ray", marks=[pytest.mark.slow, pytest.mark.ray])])
 async def placed_daemon(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[DaemonProc]:
     """The daemon of the conformance tests, once per placement backend: ``local``, and ``ray``
     with every child on a node of the shared loopback cluster (``tests.raycluster``). A module
