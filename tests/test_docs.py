@@ -17,7 +17,7 @@ README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 SET_UP = (
     "    pip install -e . && corral daemon\n",
-    "    pip install -e '.[test]' && python -m mypy && python -m pytest -n 2\n",
+    "    pip install -e '.[test]' && python -m mypy && python -m pytest -n 2 && python -m pytest -m ray\n",
 )
 
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
