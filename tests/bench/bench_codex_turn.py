@@ -39,7 +39,7 @@ from protocol.models import Permissions
 from tests.actors.vendors.codex.live import LiveCodex, make_request
 from tests.bench.turns import Bench, frame_log, Turn, corral_turn, direct_turn, daemons, measure, read_port_line, report, run
 from tests.e2e.daemonproc import RawClient, raw_client
-from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args
+from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args, offline_env
 from tests.fakes.openai_server import Exec, Reply, Text
 
 MODEL = "gpt-5.5"
@@ -107,7 +107,8 @@ async def _create(client: RawClient, root: Path, port: int, binary: str) -> str:
         "harness": "codex", "cwd": str(root / "work"), "model": MODEL,
         "options": {**frame_log(root), "binary": binary, "home": str(root / "codex_home"),
                     "extra_args": offline_args(port)},
-        "env": {KEY_ENV: "sk-test-fake", "HOME": str(root / "home")},
+        "env": {KEY_ENV: "sk-test-fake", "HOME": str(root / "home"),
+                **offline_env(root / "codex_home")},
         "permissions": {"mode": "auto_edit"},
     }
     sid = str((await client.ok("session.create", **params))["session"]["id"])

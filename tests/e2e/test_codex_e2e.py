@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args
+from tests.fakes.codex_offline import INSTALL_HINT, KEY_ENV, codex_binary, offline_args, offline_env
 from tests.fakes.openai_server import Exec, FakeOpenAI, Recorded, Stall, Text
 
 from .daemonproc import raw_client, wait_gone
@@ -67,7 +67,8 @@ def create_params(tmp: Path, port: int, **extra: Any) -> dict[str, Any]:
     return {"harness": "codex", "cwd": str(tmp / "work"), "model": MODEL,
             "options": {"binary": _binary(), "home": str(tmp / "codex_home"),
                         "extra_args": offline_args(port)},
-            "env": {KEY_ENV: "test-key", "HOME": str(tmp / "home")},
+            "env": {KEY_ENV: "test-key", "HOME": str(tmp / "home"),
+                    **offline_env(tmp / "codex_home")},
             "permissions": {"mode": "auto_edit"}, **extra}
 
 

@@ -34,7 +34,7 @@ from tests.fakes.anthropic_server import FakeAnthropic, bash, text
 from tests.fakes.claude_offline import INSTALL_HINT as CLAUDE_HINT
 from tests.fakes.claude_offline import OFFLINE_ENV, claude_binary
 from tests.fakes.codex_offline import INSTALL_HINT as CODEX_HINT
-from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args
+from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args, offline_env
 from tests.fakes.model_script import call, say
 from tests.fakes.model_server import FakeModels
 from tests.fakes.openai_server import Exec, FakeOpenAI, Text
@@ -162,7 +162,8 @@ async def test_codex_reaches_only_its_model(tmp_path: Path) -> None:
                 "harness": "codex", "cwd": str(tmp_path / "work"), "model": "gpt-5.5",
                 "options": {"binary": binary, "home": str(tmp_path / "codex_home"),
                             "extra_args": offline_args(port), "sandbox": SANDBOX},
-                "env": {KEY_ENV: "test-key", "HOME": str(tmp_path / "home")},
+                "env": {KEY_ENV: "test-key", "HOME": str(tmp_path / "home"),
+                        **offline_env(tmp_path / "codex_home")},
                 "permissions": {"mode": "auto"}}
             async with daemon_session(tmp_path / "state", params, timeout=TIMEOUT,
                                       ready=is_kind("init")) as rig:

@@ -19,7 +19,7 @@ import trio
 
 from tests.fakes.anthropic_server import FakeAnthropic, text
 from tests.fakes.claude_offline import OFFLINE_ENV, claude_binary
-from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args
+from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args, offline_env
 from tests.fakes.openai_server import FakeOpenAI, Text
 
 from .daemonproc import DaemonProc, RawClient, raw_client, start_daemon, stop_daemon, wait_gone
@@ -70,7 +70,7 @@ def _claude(tmp: Path, port: int) -> tuple[dict[str, Any], dict[str, str]]:
 def _codex(tmp: Path, port: int) -> tuple[dict[str, Any], dict[str, str]]:
     for name in ("work", "home", "codex_home"):
         (tmp / name).mkdir(exist_ok=True)
-    env = {KEY_ENV: "test-key", "HOME": str(tmp / "home")}
+    env = {KEY_ENV: "test-key", "HOME": str(tmp / "home"), **offline_env(tmp / "codex_home")}
     params = {"harness": "codex", "cwd": str(tmp / "work"), "model": "gpt-5.5",
               "permissions": {"mode": "auto_edit"},
               "options": {"binary": _need(codex_binary(), "codex"), "home": str(tmp / "codex_home"),

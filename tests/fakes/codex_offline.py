@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from actors.vendors.codex.detect import find_binary
 
@@ -49,3 +50,16 @@ def offline_args(port: int) -> list[str]:
         "-c", "check_for_update_on_startup=false",
         "--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps",
     ]
+
+
+def offline_env(codex_home: Path) -> dict[str, str]:
+    """Env for a Codex child whose ``CODEX_HOME`` is ``codex_home`` under a test's tmp dir.
+
+    With a system ``bwrap`` on PATH, Codex runs sandboxed commands as ``bwrap ...
+    codex-linux-sandbox``, an alias it writes into ``CODEX_HOME`` -- and it refuses to write one
+    anywhere under the temp dir, so every command would fail with ``execvp codex-linux-sandbox``.
+    A ``TMPDIR`` beside ``codex_home`` takes the home out from under the temp dir.
+    """
+    tmpdir = codex_home.parent / "codex_tmp"
+    tmpdir.mkdir(exist_ok=True)
+    return {"TMPDIR": str(tmpdir)}

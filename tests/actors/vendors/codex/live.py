@@ -25,7 +25,7 @@ from protocol.models import Permissions
 from actors.harness import HarnessRequest, Output, Send
 from actors.vendors.codex import CodexTranslator, build_launch
 from protocol.events import Event
-from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args
+from tests.fakes.codex_offline import KEY_ENV, codex_binary, offline_args, offline_env
 
 __all__ = ["KEY_ENV", "LiveCodex", "available", "codex_binary", "make_request", "offline_args",
            "stderr_tail"]
@@ -37,7 +37,8 @@ def make_request(tmp: Path, port: int, binary: str, **fields: Any) -> HarnessReq
         (tmp / name).mkdir(exist_ok=True)
     options = {"binary": binary, "home": str(tmp / "codex_home"),
                "extra_args": offline_args(port), **fields.pop("options", {})}
-    env = {"HOME": str(tmp / "home"), KEY_ENV: "sk-test-fake", **fields.pop("env", {})}
+    env = {"HOME": str(tmp / "home"), KEY_ENV: "sk-test-fake", **offline_env(tmp / "codex_home"),
+           **fields.pop("env", {})}
     # auto_edit (on-request): sandboxed commands run unasked, escalations ask; ``ask`` would
     # make Codex ask for every command (untrusted).
     permissions = fields.pop("permissions", Permissions(mode="auto_edit"))
