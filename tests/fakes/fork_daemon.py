@@ -5,7 +5,8 @@ worker through it with no parent-death signal, prints ``{"worker": PID, "server"
 "holder": PID, "forks": N}`` and waits to be killed. The reconcile tests kill it and reconcile
 STATE_DIR. So that the worker outlives it (as one would that is wedged, or whose daemon died
 before it asked for its signal), a ``sleep`` in a session of its own holds the worker's stdin
-open (a worker exits at the end of its stdin); the tests kill that holder.
+open (a worker exits at the end of its stdin) and its stdout (a worker still starting when this
+stand-in dies would otherwise die of EPIPE at its first frame); the tests kill that holder.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ async def main(state: Path) -> None:
     async def spawn_held(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
                          death_signal: signal.Signals | None) -> Spawned:
         spawned = await forks.spawn(argv, cwd=cwd, env=env, death_signal=death_signal)
-        holder = subprocess.Popen(["sleep", "1000"], pass_fds=[spawned.stdin.fileno()],
+        holder = subprocess.Popen(["sleep", "1000"], pass_fds=[spawned.stdin.fileno(), spawned.stdout.fileno()],
                                   start_new_session=True)
         holders.append(holder.pid)
         return spawned
