@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
@@ -109,6 +110,8 @@ async def open_start(start: Start, *, model_factory: ModelFactory,
                      emit: Callable[[Event], None]) -> Opened:
     """Open what ``start`` names (see the module docstring); raises ``StartFailed``."""
     try:
+        if start.confinement is not None:  # its store, made before the rules that grant it are
+            Path(start.store_dir).mkdir(mode=0o700, exist_ok=True)
         shell_confine = confine(start.confinement) if start.confinement is not None else None
         limits = msgspec.convert(start.limits, Limits)
         workspace = Workspace(start.cwd, limits=limits, confine=shell_confine,
