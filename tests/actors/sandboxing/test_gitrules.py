@@ -66,7 +66,7 @@ def _in_sandbox(mode: str, plan_cwd: Path, rules: GitRules, script: str, void: P
 
 @pytest.mark.parametrize(("mode", "sibling"), [("bwrap", False), ("bwrap", True), ("landlock", False)])
 def test_in_the_sandbox_git_commits_on_its_branch_and_no_other_ref_can_be_made_moved_or_deleted(
-        tmp_path: Path, mode: str, sibling: bool) -> None:
+        mode: str, sibling: bool) -> None:
     """Real git in a real sandbox (outside ``/tmp``, so bubblewrap's private ``/tmp`` hides
     nothing): a commit moves the session's branch; ``main``, a tag, a new branch or tag beside
     them, ``packed-refs``, the refs' files themselves and another session's branch in the
