@@ -239,6 +239,9 @@ class SandboxEvent(Message, tag="sandbox", kw_only=True, frozen=True):
     host: str
     port: int
     decision: Literal["denied"] = "denied"
+    count: int = 1
+    """The refusals this event stands for: 1 for the first; repeats of the same ``host:port``
+    that follow within a window are summed up in a later event (``actors.sandboxing.refusals``)."""
 
 
 Event = (

@@ -9,8 +9,11 @@ that directory is then bound read-only over itself (it cannot be renamed over, m
 deleted), after being written out as a loose ref if it was only in ``packed-refs`` (so a loose
 file cannot shadow it). ``packed-refs``, ``config``, ``hooks``, the other refs directories and
 the other checkouts stay read-only, so no hook can be added and no other branch or tag created,
-moved or deleted. The limit: a new ref *name* beside the branch (``corral/another``) can be
-created, since the directory is writable.
+moved or deleted. The limits: a new ref *name* beside the branch (``corral/another``) can be
+created, since the directory is writable (the kernel grants per directory; git's lock must be
+made there); and Landlock cannot hold a protected file inside a writable directory, so it
+leaves the directories on the way to one out of the grant (``landlock.split``): with another
+branch beside its own at its start, a Landlock session cannot commit (docs/sandbox.md).
 
 For any checkout whose git directory is inside the writable cwd (an ordinary clone), its
 ``hooks`` and ``config`` stay read-only.

@@ -13,7 +13,8 @@ with an ``error`` event (``sandbox.proxy_failed``, class ``network``) and its ha
 connections fail from then on (the bridge answers ``502``); the session itself goes on.
 
 The allowlist is the harness's model endpoints (``modelhosts``) plus the session's
-``allow_hosts``. A refused connection is ``announce``\\d as a ``sandbox`` event.
+``allow_hosts``. A refused connection is ``announce``\\d as a ``sandbox`` event, rate-limited
+per ``host:port`` (``refusals``: a loop of retries costs one event per window).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ import trio
 
 from actors.harness import Driver, HarnessRequest
 from actors.sandboxing.modelhosts import model_hosts
+from actors.sandboxing.refusals import Refusals
 from protocol.errors import ActorGone, IntensityExceeded
-from protocol.events import Error, Event, SandboxEvent
+from protocol.events import Error, Event
 from supervisor.sandbox.allowlist import Allowlist
 from supervisor.sandbox.proxy import ProxyServer
 from supervisor.tree import SupervisorSpec, supervise
@@ -69,8 +71,9 @@ class SessionProxy:
                  announce: Announce, *, tcp: bool) -> None:
         self.session_id = request.session_id
         self._announce = announce
+        self.refusals = Refusals(announce)
         self._allowing = (request, harness, driver)
-        self.server = ProxyServer(Allowlist(), self._denied, socket_path=socket_path, tcp=tcp,
+        self.server = ProxyServer(Allowlist(), self.refusals.refused, socket_path=socket_path, tcp=tcp,
                                   name=f"{self.session_id} proxy")
         """Its allowlist is filled in by ``supervise`` (it may read Codex's config: a thread)."""
 
@@ -94,14 +97,18 @@ class SessionProxy:
             return allowlist_for(*self._allowing)
 
         self.server.allowlist = await trio.to_thread.run_sync(prepare)
-        try:
-            await supervise(SupervisorSpec(intensity=_INTENSITY, period=_PERIOD), [self.server.child_spec()],
-                            name=f"{self.session_id} proxy", task_status=task_status)
-        except IntensityExceeded as exc:
-            await self._failed("it failed too often", exc)
-        except OSError as exc:  # its first bind failed (it had not started): the session goes on
-            task_status.started(None)
-            await self._failed(f"it cannot listen: {exc.strerror or exc}", exc)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.refusals.run)
+            try:
+                await supervise(SupervisorSpec(intensity=_INTENSITY, period=_PERIOD), [self.server.child_spec()],
+                                name=f"{self.session_id} proxy", task_status=task_status)
+            except IntensityExceeded as exc:
+                await self._failed("it failed too often", exc)
+            except OSError as exc:  # its first bind failed (it had not started): the session goes on
+                task_status.started(None)
+                await self._failed(f"it cannot listen: {exc.strerror or exc}", exc)
+            finally:
+                nursery.cancel_scope.cancel()
 
     def attach(self, request: HarnessRequest) -> HarnessRequest:
         """``request`` pointing at this proxy (``proxy_port``: the TCP port, under Landlock; a
@@ -119,7 +126,3 @@ class SessionProxy:
                 code="sandbox.proxy_failed", error_class="network",
                 message=f"the sandbox's network proxy is down ({why}): the harness cannot reach its "
                         "model until the session is resumed"))
-
-    async def _denied(self, host: str, port: int) -> None:
-        await self._announce(SandboxEvent(kind="network", host=host, port=port, decision="denied"))
-

@@ -1,12 +1,13 @@
 """A session's ``SandboxPlan``, from its request, its launch and its settings.
 
 Writable: the cwd (a worktree session's whole worktree, with git's rules: ``gitrules``), the
-session's own directory under the state directory (its harness files, the native agent's
-store), the harness's own state (``profiles``), ``extra_rw``. Masked (emptied, then the binds
-put the session's own parts back): corral's state directory and the worktrees root, so neither
-the token nor another session's worktree or log is visible. Read-only even under ``/tmp`` (which
-is private): the programs the launch runs (its argv's existing paths, ``PYTHONPATH``, the
-interpreter and corral's installation). Hidden: ``deny_read``.
+harness's own state (``profiles``: its home, the native agent's store), ``extra_rw``. Masked
+(emptied, then the binds put the session's own parts back): corral's state directory and the
+worktrees root, so neither the token nor a session's log or metadata — its own included — nor
+another session's worktree is visible, even from a cwd that holds them. Read-only even under
+``/tmp`` (which is private): the programs the launch runs (its argv's existing paths,
+``PYTHONPATH``, the interpreter and corral's installation) and the files its launch placed in
+the session's ``harness/``. Hidden: ``deny_read``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from actors.harness import HarnessRequest, Launch
 from actors.sandboxing.gitrules import git_rules
-from actors.sandboxing.profiles import state_paths
+from actors.sandboxing.profiles import session_parts, state_paths
 from protocol.confinement import Confinement
 from protocol.sandbox import SandboxInfo
 from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, void_file
@@ -29,22 +30,21 @@ _CORRAL = Path(__file__).resolve().parents[2]  # the directory holding protocol/
 
 
 def build_plan(request: HarnessRequest, launch: Launch, info: SandboxInfo, *, harness: str,
-               masks: Iterable[str] = (),
-               session_dir: str | None = None, proxy_socket: str | None = None) -> SandboxPlan:
+               masks: Iterable[str] = (), proxy_socket: str | None = None) -> SandboxPlan:
     """The plan for ``launch`` of ``request``. Blocking (``git``, ``stat``s): run it in a thread."""
     env: Mapping[str, str] = {**os.environ, **launch.env}
     rules = git_rules(request.cwd)  # the session's cwd (a native worker starts elsewhere)
     session_cwd = Path(request.cwd)
     root = rules.top if rules.top is not None and rules.writable else session_cwd
-    own = [Path(session_dir)] if session_dir else [Path(request.work_dir).parent]
-    writable = _unique([root, *rules.writable, *own, *state_paths(harness, env),
+    reads, writes = session_parts(harness, Path(request.work_dir).parent)
+    writable = _unique([root, *rules.writable, *writes, *state_paths(harness, env),
                         *(Path(p) for p in info.extra_rw)])
     private_tmp = Path(request.work_dir).parent / "tmp"  # made by whoever enforces the plan
     void_dir = Path(request.state_dir or request.work_dir) / "sandbox"
     return SandboxPlan(
         cwd=Path(launch.cwd), writable=tuple(writable), protected=rules.protected,
         masked=tuple(_unique(Path(m) for m in masks)),
-        read_only=tuple(_unique([*_runtime(launch, env), *rules.readable])),
+        read_only=tuple(_unique([*_runtime(launch, env), *rules.readable, *reads])),
         hidden=tuple(_unique(Path(p) for p in info.deny_read)),
         tmp_dir=private_tmp, net=info.net,
         proxy_socket=Path(proxy_socket) if proxy_socket else None,

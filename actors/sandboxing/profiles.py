@@ -3,8 +3,13 @@
 A vendor CLI keeps its settings, login and conversations in its home; that home is writable in
 the sandbox and nothing else of the user's home is. ``options.home`` (which the launch turns into
 the variable below) and that variable in the session's env are honoured, so an isolated home
-narrows it further. The fake harness needs nothing; the native agent's own state is its session
-directory, which every harness gets (``actors.sandboxing.plans``).
+narrows it further. The fake harness needs nothing.
+
+Of its session's directory under corral's state directory (``sessions/<id>/``: the event log,
+``meta.json``, the usage index, …) a harness sees only its own parts (``session_parts``): the
+files its launch placed in ``harness/`` (read-only: the daemon writes them before the spawn,
+e.g. Claude Code's MCP configuration), and for the native agent its store ``native/``
+(writable). The log and the metadata are never visible, so no session can rewrite its history.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["state_paths"]
+__all__ = ["session_parts", "state_paths"]
 
 _HOME_VARIABLE = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
 _DEFAULTS: dict[str, tuple[str, ...]] = {
@@ -36,6 +41,14 @@ def state_paths(harness: str, env: Mapping[str, str]) -> list[Path]:
         return [Path(os.path.expanduser(env[variable]))]
     home = env.get("HOME") or os.path.expanduser("~")
     return [Path(home) / item.removeprefix("~/") for item in _DEFAULTS.get(_family(harness), ())]
+
+
+_SESSION_WRITES: dict[str, tuple[str, ...]] = {"native": ("native",)}
+
+
+def session_parts(harness: str, session_dir: Path) -> tuple[list[Path], list[Path]]:
+    """The parts of ``session_dir`` that ``harness`` reads and those it writes."""
+    return [session_dir / "harness"], [session_dir / part for part in _SESSION_WRITES.get(harness, ())]
 
 
 def _family(harness: str) -> str:

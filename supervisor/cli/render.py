@@ -197,8 +197,9 @@ def describe(event: Event, *, color: bool = False) -> str:
                        f"{usage.output_tokens} tokens){end}")
         case Compaction():
             return dim(compaction_line(event))
-        case SandboxEvent(kind=kind, host=host, port=port, decision=decision):
-            return red(f"⊘ sandbox: {kind} {decision}: {host}:{port} (not in allow_hosts)")
+        case SandboxEvent(kind=kind, host=host, port=port, decision=decision, count=count):
+            again = f" ×{count} more" if count > 1 else ""
+            return red(f"⊘ sandbox: {kind} {decision}{again}: {host}:{port} (not in allow_hosts)")
         case Assistant(text=text) | Thought(text=text):
             return text
 

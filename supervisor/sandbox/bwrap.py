@@ -7,9 +7,11 @@ the daemon's terminal) and ``--die-with-parent``. With ``net`` other than ``on``
 namespace too (a shared one would expose the host's abstract Unix sockets).
 
 Mount order matters (later mounts cover earlier ones): ``/`` read-only, ``/dev``, ``/proc``,
-the private ``/tmp``, the masks, the read-only binds, then the writable binds (so a worktree
-under ``/tmp`` is not hidden by the tmpfs), then the protected paths inside them, and the
-hidden paths last (``deny_read`` wins over everything).
+the private ``/tmp``, the read-only binds, then the writable binds (so a worktree under ``/tmp``
+is not hidden by the tmpfs), then the masks (empty, so a writable cwd that holds corral's
+state directory does not show it again), then once more the binds that lie inside a mask (the
+session's own parts, a worktree under the worktrees root), then the protected paths, and the
+hidden paths (``deny_read`` wins over everything); last, the masks are remounted read-only.
 
 For ``net = "model"`` the program inside is the bridge (``supervisor.sandbox.bridge``), which
 listens on ``127.0.0.1:PORT`` and forwards to the daemon's proxy socket, whose directory is
@@ -53,12 +55,12 @@ def wrap(argv: Sequence[str], env: Mapping[str, str | None], plan: SandboxPlan,
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if plan.tmp:
         args += ["--tmpfs", "/tmp"]
-    for path in _existing(plan.masked):
+    masked = _existing(plan.masked)
+    args += _binds(plan, _existing(plan.read_only), _existing(plan.writable))
+    for path in masked:
         args += ["--tmpfs", str(path)] if path.is_dir() else _void(plan, path)
-    for path in _existing(plan.read_only):
-        args += ["--ro-bind", str(path), str(path)]
-    for path in _existing(plan.writable):
-        args += ["--bind", str(path), str(path)]
+    args += _binds(plan, [p for p in _existing(plan.read_only) if _beneath(p, masked)],
+                   [p for p in _existing(plan.writable) if _beneath(p, masked)])
     for path in _existing(plan.protected):
         args += ["--ro-bind", str(path), str(path)]
     inner = list(argv)
@@ -74,6 +76,9 @@ def wrap(argv: Sequence[str], env: Mapping[str, str | None], plan: SandboxPlan,
         new_env.update(proxy_env(plan.proxy_port))
     for path in _existing(plan.hidden):
         args += ["--perms", "0000", "--tmpfs", str(path)] if path.is_dir() else _void(plan, path)
+    for path in masked:  # read-only once every mount inside is made: nothing can be made there
+        if path.is_dir():
+            args += ["--remount-ro", str(path)]
     args += ["--chdir", str(plan.cwd), "--", *inner]
     return args, new_env
 
@@ -94,6 +99,22 @@ def proxy_env(port: int) -> dict[str, str | None]:
 
 def _existing(paths: Sequence[Path]) -> list[Path]:
     return [path for path in paths if os.path.lexists(path)]
+
+
+def _binds(plan: SandboxPlan, read_only: Sequence[Path], writable: Sequence[Path]) -> list[str]:
+    """The read-only binds, then the writable ones (so a writable path inside a read-only one
+    stays writable)."""
+    args: list[str] = []
+    for path in read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in writable:
+        args += ["--bind", str(path), str(path)]
+    return args
+
+
+def _beneath(path: Path, masks: Sequence[Path]) -> bool:
+    """Whether ``path`` lies inside one of ``masks`` (or is one): bound again after them."""
+    return any(path == mask or mask in path.parents for mask in masks)
 
 
 def _void(plan: SandboxPlan, path: Path) -> list[str]:

@@ -4,12 +4,15 @@ Landlock only *grants*: a ruleset names the access rights it handles, and a rest
 keeps those rights only beneath the paths (and TCP ports) its rules name. So the plan's
 "read-only everywhere but …, hidden …" becomes rules that cover everything else:
 
-* read (and execute) beneath ``/`` — split around each hidden path: ``split(root, hidden)``
-  names every sibling on the way down instead of the root, so the hidden path gets no rule —
-  and listing directories everywhere (a hidden directory's *names* stay listable, its files
-  unreadable; without it no directory on the way to a hidden path could be listed);
-* write beneath the writable paths, the ``tmp_dir`` and ``/dev`` (``/dev/null`` and the
-  terminals), split the same way around the hidden and the protected paths;
+* read (and execute) beneath ``/`` — split around each hidden and masked path:
+  ``split(root, hidden)`` names every sibling on the way down instead of the root, so the hidden
+  path gets no rule — and listing directories everywhere (a hidden directory's *names* stay
+  listable, its files unreadable; without it no directory on the way to a hidden path could be
+  listed);
+* read beneath the read-only paths and write beneath the writable paths, the ``tmp_dir`` and
+  ``/dev`` (``/dev/null`` and the terminals), split the same way around the hidden and masked
+  paths (and the protected ones, for writing): a mask inside a writable cwd stays unreadable,
+  while a path inside a mask (the session's own parts) is granted whole;
 * TCP (ABI ≥ 4) when ``net`` is not ``on``: nothing for ``off``; for ``model`` connecting to
   ``proxy_port`` (the daemon's proxy listens there on the loopback) on any address: Landlock's
   rules name ports, not addresses.
@@ -205,12 +208,14 @@ def _ruleset(plan: SandboxPlan) -> int:
         _add_path(fd, Path("/"), _READ_DIR & handled)
         for path in split(Path("/"), [*hidden, *plan.masked]):
             _add_path(fd, path, _READ & handled)
+        # A mask inside a granted path is left out of the grant (a cwd that holds corral's
+        # state directory); a granted path inside a mask is granted whole (the session's parts).
         for top in plan.read_only:
-            for path in split(top, hidden):
+            for path in split(top, [*hidden, *plan.masked]):
                 _add_path(fd, path, _READ & handled)
         writable = [*plan.writable, *([plan.tmp_dir] if plan.tmp_dir else []), Path("/dev")]
         for top in writable:
-            for path in split(top, [*hidden, *plan.protected]):
+            for path in split(top, [*hidden, *plan.protected, *plan.masked]):
                 _add_path(fd, path, handled)
         for top in plan.protected:
             for path in split(top, hidden):

@@ -6,12 +6,13 @@ The model is "everything read-only, some things writable, some things invisible"
   rights on ``/`` under Landlock), with a fresh ``/dev`` and ``/proc`` under bubblewrap;
 * ``tmp``: a private ``/tmp`` (bubblewrap: an empty tmpfs; Landlock cannot remount, so the
   session's own ``tmp_dir`` is writable and ``TMPDIR`` points to it);
-* ``masked``: paths replaced by an empty directory *before* the binds, so that binds may put some
-  of their contents back (corral's state directory, with the session's own directories re-bound);
-* ``read_only``: paths bound read-only after ``/tmp`` and the masks (a harness's runtime under
-  ``/tmp``, a masked path's parts the harness must read);
-* ``writable``: paths bound read-write, after every read-only bind, so a ``/tmp`` or a mask
-  cannot hide them (the cwd, the harness's own state, ``extra_rw``);
+* ``read_only``: paths bound read-only after ``/tmp`` (a harness's runtime under ``/tmp``, a
+  masked path's parts the harness must read);
+* ``writable``: paths bound read-write, after every read-only bind, so a ``/tmp`` cannot hide
+  them (the cwd, the harness's own state, ``extra_rw``);
+* ``masked``: paths replaced by an empty directory *after* those binds — a writable cwd that
+  holds one does not show it — and before the read-only and writable paths that lie inside
+  them are bound again (corral's state directory, with the session's own parts put back);
 * ``protected``: paths inside writable ones that stay read-only (a repository's hooks and
   config, the refs of other branches);
 * ``hidden``: ``deny_read`` — invisible and unreadable, applied last so they win over everything.

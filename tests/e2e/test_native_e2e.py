@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import trio
 
+from supervisor.sandbox import landlock
 from tests.fakes.model_script import Call, Turn, call, hang, say
 from tests.fakes.model_server import FakeModels, Recorded
 
@@ -234,8 +235,13 @@ async def test_close_mid_turn_leaves_no_process(tmp_path: Path, kind: str) -> No
             await close_and_check_gone(rig, state, before)
 
 
+@pytest.mark.parametrize("sandboxed", [False, True])
 async def test_options_resume_continues_a_native_session_in_a_new_corral_session(
-        tmp_path: Path) -> None:
+        tmp_path: Path, sandboxed: bool) -> None:
+    """Sandboxed too: the earlier session's store is copied in before the worker confines
+    itself (after, the state directory is out of its sight)."""
+    if sandboxed and landlock.abi() < 1:
+        pytest.skip("needs Landlock")
     server = FakeModels([say("Noted: apricot."), say("Apricot.")])
     with trio.fail_after(TIMEOUT):
         async with native_session(tmp_path, "openai", server) as rig:
@@ -244,13 +250,15 @@ async def test_options_resume_continues_a_native_session_in_a_new_corral_session
             await rig.client.ok("session.close", session_id=rig.sid)
             params = create_params(tmp_path, "openai", server.port,
                                    options={"base_url": f"http://127.0.0.1:{server.port}/v1",
-                                            "resume": native_id})
+                                            "resume": native_id,
+                                            **({"sandbox": {"mode": "landlock", "net": "on"}} if sandboxed else {})})
             created = await rig.client.ok("session.create", **params)
             sid = created["session"]["id"]
             await rig.client.ok("session.subscribe", session_id=sid)
             again = Rig(rig.daemon, rig.client, sid, rig.work, TIMEOUT)
             (init,) = of(await again.until(is_kind("init")), "init")
             assert init["vendor_session_id"] == native_id
+            assert (init.get("sandbox") or {}).get("effective") == ("landlock" if sandboxed else None)
             events = await again.turn("which word?")
             assert said(events) == "Apricot."
             stored = tmp_path / "state" / "sessions" / sid / "native" / f"{native_id}.jsonl"

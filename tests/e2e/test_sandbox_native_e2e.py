@@ -3,12 +3,13 @@
 The fake model server (on 127.0.0.1, reached by the worker itself, which keeps its network) asks
 for tool calls; each must be held by the kernel: ``bash`` cannot write outside the cwd nor read a
 ``deny_read`` path, the ``write`` tool cannot write outside it (even if its path check were
-wrong, Landlock refuses), and with ``net = "off"`` ``bash`` cannot reach a local HTTP server that
-answers outside the sandbox.
+wrong, Landlock refuses), with ``net = "off"`` ``bash`` cannot reach a local HTTP server that
+answers outside the sandbox, and ``bash`` cannot append to the session's own log.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import tempfile
@@ -72,6 +73,8 @@ async def test_native_bash_and_file_tools_stay_in_the_cwd_and_net_off_reaches_no
         call("bash", command=f"cat {secret}/key"), say("three"),
         call("write", path=str(var / "written.txt"), content="no\n"), say("four"),
         call("bash", command=fetch), say("five"),
+        call("bash", command=f"echo forged >> {tmp_path}/state/sessions/*/events.jsonl"), say("six"),
+        call("bash", command=f"echo stored > $(echo {tmp_path}/state/sessions/*/native)/x.txt"), say("seven"),
     ])
     try:
         with trio.fail_after(TIMEOUT):
@@ -80,7 +83,7 @@ async def test_native_bash_and_file_tools_stay_in_the_cwd_and_net_off_reaches_no
                 info = await rig.info()
                 assert info.get("sandbox", {}).get("effective") == "landlock", info
                 outputs = []
-                for text in ("one", "two", "three", "four", "five"):
+                for text in ("one", "two", "three", "four", "five", "six", "seven"):
                     events = await rig.turn(text)
                     done = [t for t in of(events, "tool") if t["phase"] == "completed"]
                     assert done, events
@@ -90,6 +93,12 @@ async def test_native_bash_and_file_tools_stay_in_the_cwd_and_net_off_reaches_no
                 assert outputs[2]["is_error"] and "s3cr3t" not in str(outputs[2]["output"])
                 assert outputs[3]["is_error"] and not (var / "written.txt").exists()
                 assert outputs[4]["is_error"] and "REACHED" not in str(outputs[4]["output"]), outputs[4]
+                # its own log cannot be written (its native store can: the worker keeps it there)
+                own = tmp_path / "state" / "sessions" / info["id"]
+                assert outputs[5]["is_error"] and outputs[6]["is_error"] is False, [o["output"] for o in outputs[5:]]
+                lines = (own / "events.jsonl").read_bytes().splitlines()
+                assert b"forged" not in lines and all(json.loads(line)["seq"] for line in lines)
+                assert (own / "native" / "x.txt").read_text() == "stored\n"
     finally:
         http.shutdown()
         shutil.rmtree(var)

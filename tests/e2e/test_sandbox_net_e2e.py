@@ -113,7 +113,8 @@ _DIRECT = {"bwrap": "direct: 111", "landlock": "direct: 13"}
 def _check_refusal(events: list[Frame], output: str, other: Other, info: Frame, mode: str = "bwrap") -> None:
     assert "proxied: 403" in output and _DIRECT[mode] in output, output
     assert of(events, "sandbox") == [
-        {"type": "sandbox", "kind": "network", "host": "127.0.0.1", "port": other.port, "decision": "denied"}]
+        {"type": "sandbox", "kind": "network", "host": "127.0.0.1", "port": other.port, "decision": "denied",
+         "count": 1}]
     assert other.connections == 0
     assert info["sandbox"]["effective"] == mode and info["sandbox"]["net"] == "model"
     (result,) = of(events, "result")

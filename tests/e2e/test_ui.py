@@ -351,16 +351,19 @@ def test_a_connection_the_sandbox_refused_is_marked_in_the_transcript(driver: We
           const t = new Transcript(list, document.createElement('div'));
           t.reset('s');
           t.offer({ seq: 1, event: { type: 'sandbox', kind: 'network', host: 'evil.example', port: 443,
-                                     decision: 'denied' } });
-          const item = list.querySelector('li');
+                                     decision: 'denied', count: 1 } });
+          t.offer({ seq: 2, event: { type: 'sandbox', kind: 'network', host: 'evil.example', port: 443,
+                                     decision: 'denied', count: 7 } });
+          const [item, repeats] = list.querySelectorAll('li');
           const bad = document.createElement('span');  // the page's colour for failures
           bad.className = 'error';
           document.body.append(bad);
-          done({ text: item.textContent, classes: item.className,
+          done({ text: item.textContent, repeats: repeats.textContent, classes: item.className,
                  color: getComputedStyle(item).color, bad: getComputedStyle(bad).color });
         }, (e) => done(String(e)));
     """)
     assert shown["text"] == "sandbox denied: network to evil.example:443 (not in allow_hosts)"
+    assert shown["repeats"] == "sandbox denied ×7 more: network to evil.example:443 (not in allow_hosts)"
     assert shown["classes"] == "entry sandbox"
     assert shown["color"] == shown["bad"]  # shown as failures are
 

@@ -2,8 +2,10 @@
 
 ``open_start`` does everything that may fail for a reason the daemon should hear about (bad
 limits or compaction settings, an unreadable store, a model the provider cannot build), in
-this order: tool limits and workspace, the store, the compaction settings, the native session
-(loaded, copied in from ``resume_path``, or created), the model. Any of those failures is an
+this order: the store (with the native session ``resume_path`` names copied in: before the
+sandbox, if any, confines the worker and hides the earlier session's directory), the
+confinement, tool limits and workspace, the compaction settings, the native session (loaded or
+created), the model. Any of those failures is an
 ``error`` event and ``StartFailed``.
 
 ``compose`` then assembles the agent from the parts, each from its own module:
@@ -109,11 +111,14 @@ async def open_start(start: Start, *, model_factory: ModelFactory,
                      emit: Callable[[Event], None]) -> Opened:
     """Open what ``start`` names (see the module docstring); raises ``StartFailed``."""
     try:
+        # The store first: made before the rules that grant it, and an earlier corral session's
+        # conversation copied in while its directory is still in sight (the sandbox hides it).
+        store = JsonlSessionService(start.store_dir)
+        _copy_resumed(store, start)
         shell_confine = confine(start.confinement) if start.confinement is not None else None
         limits = msgspec.convert(start.limits, Limits)
         workspace = Workspace(start.cwd, limits=limits, confine=shell_confine,
                               env=shell_env(start.confinement))
-        store = JsonlSessionService(start.store_dir)
         compaction = msgspec.convert(start.compaction, CompactionConfig)
         session_id = await _open_session(store, start, emit)
         llm = model_factory(start.provider)
@@ -184,13 +189,19 @@ def _subagent_tools(start: Start, depth: Depth, tools: list[BaseTool], plugins: 
                      slot=hooks.subagent_slot, wiring=wiring, emit=emit).tools
 
 
+def _copy_resumed(store: JsonlSessionService, start: Start) -> None:
+    """Copy the session ``start`` names in from ``resume_path`` (an earlier corral session's
+    store) when this store lacks it."""
+    wanted = start.session_id
+    if wanted and start.resume_path and not store.path(wanted).exists():
+        shutil.copyfile(start.resume_path, store.path(wanted))
+
+
 async def _open_session(store: JsonlSessionService, start: Start,
                         emit: Callable[[Event], None]) -> str:
-    """The native session ``start`` names (copied in from ``resume_path`` if need be), else a new one."""
+    """The native session ``start`` names (copied in already, ``_copy_resumed``), else a new one."""
     wanted = start.session_id
     if wanted:
-        if not store.path(wanted).exists() and start.resume_path:
-            shutil.copyfile(start.resume_path, store.path(wanted))
         if await store.get_session(app_name=APP_NAME, user_id=USER_ID,
                                    session_id=wanted) is not None:
             if store.truncated_bytes:

@@ -179,8 +179,9 @@ export class Transcript {
         item.textContent = `permission mode ${event.mode}`;
         break;
       case "sandbox":
-        item.textContent = `sandbox ${event.decision}: ${event.kind} to ${event.host}:${event.port}` +
-          " (not in allow_hosts)";
+        item.textContent = `sandbox ${event.decision}` +
+          (event.count > 1 ? ` ×${event.count} more` : "") +
+          `: ${event.kind} to ${event.host}:${event.port} (not in allow_hosts)`;
         break;
       default:
         item.textContent = `${event.type}: ${json(event)}`;

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
-from actors.sandboxing.gitrules import git_rules
+import pytest
+
+from actors.sandboxing.gitrules import GitRules, git_rules
 from actors.sandboxing.profiles import state_paths
+from supervisor.sandbox import SandboxPlan, landlock, void_file, wrap
 from tests.actors.workspace.gitrig import git, make_repo
 
 
@@ -41,3 +48,68 @@ def test_harness_state_is_its_home_variable_or_its_defaults() -> None:
     assert state_paths("claude", {"CLAUDE_CONFIG_DIR": "/c", "HOME": "/h"}) == [Path("/c")]
     assert state_paths("gemini-acp", {"HOME": "/h"}) == [Path("/h/.gemini")]
     assert state_paths("fake", {"HOME": "/h"}) == []
+
+
+def _in_sandbox(mode: str, plan_cwd: Path, rules: GitRules, script: str, void: Path) -> subprocess.CompletedProcess[str]:
+    plan = SandboxPlan(cwd=plan_cwd, writable=(plan_cwd, *rules.writable), protected=rules.protected,
+                       read_only=rules.readable, tmp=False, void=void_file(void))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.com")
+    if mode == "bwrap":
+        argv, changed = wrap(["/bin/sh", "-c", script], env, plan)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
+                              env={k: v for k, v in changed.items() if v is not None})
+    return subprocess.run(["/bin/sh", "-c", script], cwd=plan_cwd, capture_output=True, text=True, timeout=60,
+                          env=env, check=False, preexec_fn=landlock.preexec_hook(plan))
+
+
+@pytest.mark.parametrize(("mode", "sibling"), [("bwrap", False), ("bwrap", True), ("landlock", False)])
+def test_in_the_sandbox_git_commits_on_its_branch_and_no_other_ref_can_be_made_moved_or_deleted(
+        mode: str, sibling: bool) -> None:
+    """Real git in a real sandbox (outside ``/tmp``, so bubblewrap's private ``/tmp`` hides
+    nothing): a commit moves the session's branch; ``main``, a tag, a new branch or tag beside
+    them, ``packed-refs``, the refs' files themselves and another session's branch in the
+    branch's own directory (bubblewrap binds it read-only: Landlock cannot keep a file in a
+    writable directory, docs/sandbox.md) stay as they were."""
+    if mode == "bwrap" and shutil.which("bwrap") is None:
+        pytest.skip("needs bubblewrap")
+    if mode == "landlock" and landlock.abi() < 1:
+        pytest.skip("needs Landlock")
+    base = Path(tempfile.mkdtemp(prefix="corral-gitrules-", dir="/var/tmp"))
+    try:
+        repo = make_repo(base / "repo")
+        git(repo, "tag", "v1")
+        if sibling:
+            git(repo, "branch", "corral/other")
+            git(repo, "pack-refs", "--all")  # only in packed-refs: written out loose, bound read-only
+        git(repo, "worktree", "add", "-q", "-b", "corral/mine", str(base / "wt"))
+        common = repo / ".git"
+        before = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+        rules = git_rules(str(base / "wt"))
+        done = _in_sandbox(mode, base / "wt", rules, "echo x > f && git add f && git commit -q -m boxed && echo COMMITTED", base / "void")
+        assert "COMMITTED" in done.stdout, done
+        assert git(repo, "log", "--format=%s", "-1", "corral/mine") == "boxed"
+        head = git(repo, "rev-parse", "corral/mine")
+        for attack in ("git branch other", "git branch -f main HEAD", "git branch -D main",
+                       "git branch -m corral/mine main", "git update-ref refs/heads/main HEAD",
+                       "git update-ref -d refs/heads/main", "git tag t", "git tag -f v1 HEAD",
+                       "git update-ref refs/tags/t HEAD", "git update-ref refs/notes/x HEAD",
+                       "git pack-refs --all", "git branch newdir/x",
+                       f"echo {head} > {common}/refs/heads/other", f"echo {head} > {common}/refs/tags/t",
+                       f"echo {head} > {common}/refs/heads/main", f"rm {common}/refs/heads/main",
+                       f"echo '{head} refs/heads/sneaky' >> {common}/packed-refs",
+                       f"mkdir {common}/refs/heads/newdir", f"echo 'exit 0' > {common}/hooks/post-checkout",
+                       *(() if not sibling else (
+                           "git branch -f corral/other HEAD", "git branch -D corral/other",
+                           "git update-ref refs/heads/corral/other HEAD", f"rm {common}/refs/heads/corral/other",
+                           f"echo {head} > {common}/refs/heads/corral/other",
+                           f"mv {common}/refs/heads/corral/mine {common}/refs/heads/corral/other"))):
+            result = _in_sandbox(mode, base / "wt", rules, attack, base / "void")
+            assert result.returncode != 0, (attack, result)
+        after = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+        refs = dict(line.split(" ") for line in after.splitlines())
+        assert refs == {**dict(line.split(" ") for line in before.splitlines()), "refs/heads/corral/mine": head}
+        assert not (common / "hooks" / "post-checkout").exists()
+    finally:
+        shutil.rmtree(base)

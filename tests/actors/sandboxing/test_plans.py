@@ -35,9 +35,11 @@ def test_the_plan_of_a_vendor_launch(tmp_path: Path) -> None:
     launch = Launch(argv=[str(program)], cwd=request.cwd, env={"CODEX_HOME": str(tmp_path / "codex")})
     plan = build_plan(request, launch, info, harness="codex", masks=[str(tmp_path / "state")])
     assert plan.cwd == tmp_path / "work"
-    assert set(plan.writable) >= {tmp_path / "work", tmp_path / "state" / "sessions" / "s-1",
-                                  tmp_path / "codex", tmp_path / "cache"}
-    assert program.parent in plan.read_only and plan.masked == (tmp_path / "state",)
+    session = tmp_path / "state" / "sessions" / "s-1"
+    assert set(plan.writable) == {tmp_path / "work", tmp_path / "codex", tmp_path / "cache"}
+    assert not any(session in (p, *p.parents) for p in plan.writable)  # its log and meta: no
+    assert {program.parent, session / "harness"} <= set(plan.read_only)
+    assert plan.masked == (tmp_path / "state",)
     assert plan.hidden == (tmp_path / "work" / ".env",)
     assert plan.tmp_dir == tmp_path / "state" / "sessions" / "s-1" / "tmp"
 
@@ -53,3 +55,13 @@ def test_the_plan_of_a_vendor_launch(tmp_path: Path) -> None:
     peek = subprocess.run(wrap(["/bin/cat", str(tmp_path / "state" / "token")], {}, plan)[0],
                           capture_output=True, text=True, timeout=60, check=False)
     assert peek.returncode != 0 and "t0ken" not in peek.stdout
+
+
+def test_the_native_agent_writes_its_store_and_no_other_part_of_its_session(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    request = _request(tmp_path)
+    session = tmp_path / "state" / "sessions" / "s-1"
+    info = SandboxInfo(mode="landlock", effective="landlock", net="on")
+    plan = build_plan(request, Launch(argv=["/bin/true"], cwd=request.cwd), info, harness="native",
+                      masks=[str(tmp_path / "state")])
+    assert [p for p in plan.writable if session in p.parents] == [session / "native"]

@@ -81,6 +81,8 @@ def test_a_refused_connection_says_what_was_blocked() -> None:
     refused = SandboxEvent(host="evil.example", port=443)
     assert describe(refused) == "⊘ sandbox: network denied: evil.example:443 (not in allow_hosts)"
     assert describe(refused, color=True) == "\x1b[31m⊘ sandbox: network denied: evil.example:443 (not in allow_hosts)\x1b[0m"
+    repeats = SandboxEvent(host="evil.example", port=443, count=12)
+    assert describe(repeats) == "⊘ sandbox: network denied ×12 more: evil.example:443 (not in allow_hosts)"
 
 
 def _screen(written: str) -> list[str]:

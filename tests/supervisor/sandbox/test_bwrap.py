@@ -103,3 +103,41 @@ def test_as_an_unprivileged_user_only_the_cwd_is_writable(user: str) -> None:
         assert not (other / "x").exists() and "Read-only file system" in done.stderr
     finally:
         shutil.rmtree(base)
+
+
+def _home_holding_state(tmp: Path) -> tuple[Path, Path, SandboxPlan]:
+    """A writable cwd (a home) that holds corral's state directory, masked but for one
+    session's parts: its launch files read-only, its store writable."""
+    home = tmp / "home"
+    state = home / ".local" / "state" / "corral"
+    own, other = state / "sessions" / "s-1", state / "sessions" / "s-2"
+    for path in (home / "proj", own / "harness", own / "native", other):
+        path.mkdir(parents=True)
+    for log in (own, other):
+        (log / "events.jsonl").write_text('{"seq":1}\n')
+        (log / "meta.json").write_text('{"id":"x"}')
+    (other / "events.jsonl").write_text("other-log\n")
+    (own / "harness" / "mcp.json").write_text("launch-file\n")
+    (state / "token").write_text("t0ken")
+    plan = SandboxPlan(cwd=home, writable=(home, own / "native"), read_only=(own / "harness",),
+                       masked=(state,), void=void_file(tmp / "void"))
+    return home, state, plan
+
+
+def test_a_mask_inside_the_writable_cwd_hides_the_session_log_and_keeps_only_its_parts(tmp_path: Path) -> None:
+    """The state directory inside a writable cwd stays masked (and read-only): the session's
+    log and ``meta.json`` can be neither read nor written, another session's log and the token
+    not read; its launch files are readable, its store writable."""
+    home, state, plan = _home_holding_state(tmp_path)
+    own = state / "sessions" / "s-1"
+    done = _run(plan, f"echo forged >> {own}/events.jsonl; echo forged > {own}/meta.json; "
+                      f"cat {state}/sessions/s-2/events.jsonl {state}/token; echo x > {state}/new; "
+                      f"echo x > {own}/harness/new; cat {own}/harness/mcp.json; ls {state}/sessions; "
+                      f"echo stored > {own}/native/store && echo in > proj/f && echo ok; true")
+    assert (own / "events.jsonl").read_text() == '{"seq":1}\n', done
+    assert (own / "meta.json").read_text() == '{"id":"x"}'
+    assert "other-log" not in done.stdout and "t0ken" not in done.stdout
+    assert not (state / "new").exists() and not (own / "harness" / "new").exists()
+    assert done.stdout.splitlines() == ["launch-file", "s-1", "ok"], done
+    assert (own / "native" / "store").read_text() == "stored\n" and (home / "proj" / "f").exists()
+    assert done.stderr.count("Read-only file system") >= 4, done.stderr

@@ -81,3 +81,22 @@ def test_net_model_connects_to_the_proxy_port_only_and_binds_nothing(tmp_path: P
         done = subprocess.run(["/bin/sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
                               timeout=60, preexec_fn=hook, check=False)
         assert done.stdout.split("\n")[:3] == [f"{proxy_port} ok", f"{other_port} 13", "bind 13"], done
+
+
+def test_a_mask_inside_the_writable_cwd_hides_the_session_log_and_keeps_only_its_parts(tmp_path: Path) -> None:
+    """Landlock's form of the bubblewrap case (``test_bwrap``): the masked state directory inside
+    a writable cwd grants nothing but the session's parts (the names stay listable)."""
+    from tests.supervisor.sandbox.test_bwrap import _home_holding_state
+
+    home, state, plan = _home_holding_state(tmp_path)
+    own = state / "sessions" / "s-1"
+    done = _run(plan, f"echo forged >> {own}/events.jsonl; echo forged > {own}/meta.json; "
+                      f"cat {own}/events.jsonl {state}/sessions/s-2/events.jsonl {state}/token; "
+                      f"echo x > {state}/new; echo x > {own}/harness/new; cat {own}/harness/mcp.json; "
+                      f"echo stored > {own}/native/store && echo in > proj/f && echo ok; true", home)
+    assert (own / "events.jsonl").read_text() == '{"seq":1}\n', done
+    assert (own / "meta.json").read_text() == '{"id":"x"}'
+    assert not (state / "new").exists() and not (own / "harness" / "new").exists()
+    assert done.stdout.splitlines() == ["launch-file", "ok"], done
+    assert (own / "native" / "store").read_text() == "stored\n" and (home / "proj" / "f").exists()
+    assert done.stderr.count("Permission denied") >= 7, done.stderr
