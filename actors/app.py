@@ -1,5 +1,7 @@
-"""The composition root: configuration, harness drivers, the root supervisor's application
-children, and the request handlers the daemon serves. The console script ``corral`` points here.
+"""The composition root: configuration, the root supervisor's application children, and the
+application the daemon serves. The console script ``corral`` points here. The harnesses' drivers
+are made in ``actors.harnesses``; the client requests other than the daemon's own are routed in
+``actors.router``.
 
 This is the one module that sees every layer: it hands ``supervisor.server`` an application
 (``App``) and ``supervisor.cli`` the way to run a daemon, so neither imports ``actors``. The
@@ -14,17 +16,17 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 from msgspec import Struct
 
 from actors import defaults
-from actors.fake import FakeDriver
 from actors.harness import HarnessRequest
+from actors.harnesses import drivers
 from actors.lsp import LanguageServers
 from actors.lsp.config import LspConfig
 from actors.mcp.config import McpConfig
@@ -41,55 +43,27 @@ from actors.native.daemon.config import (
 from actors.native.daemon.forkservice import ForkServer
 from actors.native.daemon.install import NATIVE_ROOT, adk_installed
 from actors.notify.config import NotifyTarget
+from actors.router import Router
 from actors.sandboxing.config import SandboxConfig
-from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig, harness_defaults
-from actors.session.drivers import LazyDrivers
-from actors.session.sessions import ClosedSession, SessionTable
+from actors.session.config import HarnessConfig, HarnessesConfig, SessionsConfig
+from actors.session.sessions import SessionTable
 from actors.usage.report import local_summary
 from actors.usage.service import UsageService
 from actors.telemetry.config import TelemetryConfig
 from actors.telemetry.service import Telemetry
-from actors.vendors.acp.profiles import PROFILES
-from actors.vendors.detection import DetectionCache, prewarm
+from actors.vendors.detection import prewarm
 from actors.vendors.opencode.servers import OpenCodeServers
 from actors.workspace import Workspaces, WorkspacesConfig
 from actors.workspace.requests import WorktreeRequests
-from protocol.errors import ConfigInvalid, UnknownMethod
+from protocol.errors import ConfigInvalid
 from protocol.messages import (
     ClientRequest,
     DaemonShutdown,
     DaemonStatus,
     DaemonStatusResult,
     Empty,
-    HarnessList,
-    HarnessListResult,
-    LspList,
-    LspListResult,
-    McpList,
-    McpListResult,
-    McpRestart,
-    McpServerResult,
-    PlacementStatusRequest,
-    SessionClose,
-    SessionCompact,
-    SessionCreate,
-    SessionGet,
-    SessionInterrupt,
-    SessionList,
-    SessionListResult,
-    SessionPermission,
-    SessionPrompt,
-    SessionResult,
-    SessionResume,
-    SessionSetModel,
-    SessionSetPermissions,
-    UsageSummary,
-    WorkspaceCommit,
-    WorkspaceDiff,
-    WorkspaceDiscard,
-    WorkspaceMerge,
 )
-from protocol.models import ChildProcess, WorkspaceSpec
+from protocol.models import ChildProcess
 from supervisor import __version__
 from supervisor.acp.config import AcpConfig
 from supervisor.cli import commands, usagecmd
@@ -97,7 +71,6 @@ from supervisor.config import LoadedConfig, load_config
 from supervisor.mcpserver.front import McpFront
 from supervisor.placement.backend import LocalPlacement, PlacementBackend
 from supervisor.placement.config import PlacementConfig
-from supervisor.placement.policy import wanted_node
 from supervisor.proc.config import ChildrenConfig
 from supervisor.server import Host, run_daemon
 from supervisor.server.config import DaemonConfig
@@ -112,7 +85,7 @@ from supervisor.tree import ChildSpec, ChildType, RestartType
 if TYPE_CHECKING:  # the native driver and its services load with the first native session
     from actors.native.daemon.asks import Services
 
-__all__ = ["App", "Config", "drivers", "main", "serve"]
+__all__ = ["App", "Config", "main", "serve"]
 
 log = logging.getLogger("corral.daemon")
 
@@ -223,86 +196,6 @@ async def serve(state_root: Path, loaded: LoadedConfig[Config], *, port: int | N
     await run_daemon(state, loaded.config.daemon, app, host, port=port, task_status=task_status)
 
 
-class _VendorArgs(TypedDict):
-    """What every vendor driver takes from the configuration (``drivers``)."""
-
-    binary: str | None
-    env: dict[str, str]
-    home: str | None
-    cache: DetectionCache
-
-
-def drivers(config: Config, opencode: OpenCodeServers | None = None, *,
-            forks: ForkServer | None = None,
-            services: Callable[[], Services] | None = None,
-            tracing: Callable[[], Any] | None = None) -> LazyDrivers:
-    """Every harness by name, each driver built on first use (``LazyDrivers``: its package is
-    imported then); ``[harness.<name>]`` tables configure the vendor drivers and
-    ``[providers.<name>]`` tables (with the shipped price table and the user's
-    ``prices.toml``) the native one, decoded when it is built (their warnings logged then).
-
-    ``opencode`` is the daemon's ``opencode`` supervisor (shared servers); without one (tools
-    that only list harnesses) OpenCode sessions get a private pool that is not running.
-    ``forks`` is the daemon's native fork server; without one native workers are exec'd.
-    ``services`` makes what answers the native workers' asks (MCP tools, diagnostics), called
-    when the native driver is built; without it their asks are refused. ``tracing`` makes the
-    telemetry its workers add their model calls' spans with (``None``: telemetry is off).
-    """
-    cache = DetectionCache()  # one for every vendor: harness.list and session.create read it
-
-    def vendor(harness: str) -> _VendorArgs:
-        # The binary, env and home every session of ``harness`` gets (``harness_defaults``):
-        # its detection probes that binary with that env and home laid over the daemon's
-        # environment, as the sessions' children get them.
-        options, env = harness_defaults(config, harness)
-        binary, home = options.get("binary"), options.get("home")
-        return _VendorArgs(binary=binary if isinstance(binary, str) else None, env=env,
-                           home=home if isinstance(home, str) else None, cache=cache)
-
-    # Factories typed ``Any`` as the drivers were: not every driver matches ``Driver`` exactly.
-    def claude() -> Any:
-        from actors.vendors.claude import ClaudeDriver
-        return ClaudeDriver(**vendor("claude"))
-
-    def codex() -> Any:
-        from actors.vendors.codex import CodexDriver
-        return CodexDriver(**vendor("codex"))
-
-    def acp(name: str) -> Any:
-        from actors.vendors.acp import AcpDriver
-        return AcpDriver(PROFILES[name], **vendor(name))
-
-    def pi() -> Any:
-        from actors.vendors.pi import PiDriver
-        return PiDriver(**vendor("pi"))
-
-    def native() -> Any:
-        from actors.native.daemon.driver import NativeDriver
-        providers, warnings = decode_providers(config.providers)
-        prices, price_warnings = load_prices((PRICES_FILE, user_prices_path()))
-        for warning in warnings + price_warnings:
-            log.warning("config: %s", warning)
-        driver = NativeDriver(providers=providers, prices=prices, forks=forks,
-                              context=config.native.context(), compaction=config.native.compaction,
-                              services=services() if services is not None else None)
-        driver.tracing = tracing() if tracing is not None else None
-        return driver
-
-    def opencode_driver() -> Any:
-        from actors.vendors.opencode import OpenCodeDriver
-        return OpenCodeDriver(opencode or OpenCodeServers(None), **vendor("opencode"))
-
-    return LazyDrivers({
-        "fake": FakeDriver,
-        "claude": claude,
-        "codex": codex,
-        "native": native,
-        **{name: functools.partial(acp, name) for name in PROFILES},
-        "pi": pi,
-        "opencode": opencode_driver,
-    })
-
-
 class App:
     """The application the daemon serves: the sessions and the requests about them."""
 
@@ -340,6 +233,9 @@ class App:
                                   extra_origins=self.config.daemon.allowed_origins)
         host.routes["/mcp"] = self.mcp_front.splice
         self.placement = _placement(self.config.placement, host, self.sessions)
+        self.router = Router(sessions=self.sessions, workspaces=self.workspaces, worktrees=self.worktrees,
+                             mcp=self.mcp, lsp=self.lsp, usage=self.usage, placement=self.placement,
+                             by_name=host.roster.name)
         host.delivery = self.telemetry.metrics.delivery.observe
         host.routes[METRICS_PATH] = MetricsRoute(
             self.telemetry.registry, lambda: host.port, host.state.token,
@@ -385,11 +281,6 @@ class App:
                 ChildSpec(id="mcp-http", start=self.mcp_front.run, shutdown=3.0), *detection]
 
     async def handle(self, request: ClientRequest, connection_id: str) -> msgspec.Struct:
-        if isinstance(request, SessionCreate):
-            # A node the backend cannot place on is refused before anything is made.
-            await self.placement.place(wanted_node(request.options))
-            if request.prompt is None:
-                request = _goal_as_prompt(request)
         match request:
             case DaemonStatus():
                 return DaemonStatusResult(
@@ -402,59 +293,7 @@ class App:
             case DaemonShutdown():
                 self.host.stop()
                 return Empty()
-            case PlacementStatusRequest():
-                return await self.placement.status()
-            case HarnessList(models=models):
-                return HarnessListResult(harnesses=await self.sessions.detections(models=models))
-            case SessionCreate(workspace=WorkspaceSpec()):
-                info = await self.worktrees.create(request)
-                return SessionResult(session=info, warnings=self.sessions.warnings(info.id))
-            case SessionCreate():
-                shared, key = await self.mcp.prepare(request)
-                try:
-                    info = await self.sessions.create(shared)
-                except BaseException:
-                    self.mcp.adopt(key, None)
-                    raise
-                self.mcp.adopt(key, info.id)
-                return SessionResult(session=info, warnings=self.sessions.warnings(info.id))
-            case SessionList():
-                return SessionListResult(sessions=[self.workspaces.describe(i) for i in self.sessions.infos()])
-            case LspList():
-                return LspListResult(servers=self.lsp.infos())
-            case SessionResume():
-                return SessionResult(session=await self.sessions.resume(request))
-            case SessionGet(session_id=sid):
-                return SessionResult(session=self.workspaces.describe(self.sessions.get(sid).info()))
-            case WorkspaceDiff(session_id=sid, stat=stat):
-                self.sessions.get(sid)
-                return await self.workspaces.diff(sid, stat=stat)
-            case WorkspaceCommit(session_id=sid, message=message):
-                self.sessions.get(sid)
-                return await self.workspaces.commit(sid, message)
-            case WorkspaceMerge(session_id=sid, strategy=strategy):
-                return await self.worktrees.merge(sid, strategy)
-            case WorkspaceDiscard(session_id=sid, force=force):
-                await self.worktrees.discard(sid, force=force, by=connection_id)
-                return Empty()
-            case UsageSummary():
-                return await self.usage.summary(request)
-            case McpList():
-                return McpListResult(servers=self.mcp.registry.infos())
-            case McpRestart(name=name):
-                return McpServerResult(server=await self.mcp.registry.restart(name))
-            case SessionClose(session_id=sid) if isinstance(self.sessions.get(sid), ClosedSession):
-                return Empty()  # closing an ended session is a no-op
-            case (SessionPrompt(session_id=sid) | SessionInterrupt(session_id=sid)
-                  | SessionPermission(session_id=sid) | SessionSetModel(session_id=sid)
-                  | SessionSetPermissions(session_id=sid)
-                  | SessionCompact(session_id=sid) | SessionClose(session_id=sid)):
-                result: msgspec.Struct = await self.sessions.live_session(sid).call(
-                    request, connection_id, by_name=self.host.roster.name(connection_id))
-                if isinstance(request, SessionClose):
-                    self.mcp.release(sid)
-                return result
-        raise UnknownMethod(f"{type(request).__name__} is not served here")
+        return await self.router.handle(request, connection_id)
 
     def feed(self, session_id: str) -> FeedLike:
         return self.sessions.get(session_id).feed
@@ -491,17 +330,6 @@ def _placement(config: PlacementConfig, host: Host, sessions: SessionTable) -> P
         return sum(1 for s in sessions.live.values() if s.info().state not in ("closed", "failed"))
 
     return LocalPlacement(children=lambda: len(host.children()), sessions=open_sessions)
-
-
-def _goal_as_prompt(request: SessionCreate) -> SessionCreate:
-    """A native autonomous session created without a prompt starts with its goal (the first
-    user message of the run); a bad ``options.autonomous`` is refused here."""
-    if request.harness != "native" or not request.options:
-        return request
-    from actors.native.daemon.translate import autonomy  # with the first native request
-
-    settings = autonomy(request.options)
-    return request if settings is None else msgspec.structs.replace(request, prompt=settings.goal)
 
 
 def _notifier(config: Config, host: Host) -> Any:

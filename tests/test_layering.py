@@ -175,6 +175,7 @@ def test_the_native_worker_never_imports_the_daemon_side(module: str) -> None:
 SANS_IO = (
     "actors.lsp.core",
     "actors.native.daemon.translate",
+    "actors.session.clientrequests",
     "actors.session.core",
     "actors.vendors.acp.translate",
     "actors.vendors.claude.translate",

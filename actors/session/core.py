@@ -63,17 +63,18 @@ yields one ``user`` event when it reaches the harness.
 client, the permission timeout (``timeout``, sent to the harness as ``deny``), or the end of the
 turn, child or session (``cancelled``). Bookkeeping: ``actors.session.approvals``.
 
-**Layout.** ``SessionCore`` takes the inputs; it is composed of a ``CoreState``
-(``actors.session.corestate``: the state, what can be read of it, and the steps every decision is
-made of) and an ``Endings`` (``actors.session.ending``: close, abandon, give up, abort, storage lost) that
-acts on that same state. The lifecycle's table is ``actors.session.lifecycle``.
+**Layout.** ``SessionCore`` takes the inputs and decides about the child; it is composed of a
+``CoreState`` (``actors.session.corestate``: the state, what can be read of it, and the steps every
+decision is made of), an ``Endings`` (``actors.session.ending``: close, abandon, give up, abort,
+storage lost) and a ``ClientRequests`` (``actors.session.clientrequests``: the clients' requests,
+prompts held and released) that act on that same state. The lifecycle's table is
+``actors.session.lifecycle``.
 """
 
 from __future__ import annotations
 
-import msgspec
-
-from actors.harness import Driver, HarnessRequest, Translator
+from actors.harness import Driver, HarnessRequest
+from actors.session.clientrequests import ClientRequests
 from actors.session.config import SessionsConfig
 from actors.session.corestate import CoreState
 from actors.session.ending import Endings, describe_exit, exit_event
@@ -81,7 +82,6 @@ from actors.session.lifecycle import Lifecycle, Move
 from actors.session.messages import (
     Abandoned,
     Abort,
-    Answer,
     ChildBroken,
     ChildFrame,
     ChildReaped,
@@ -99,21 +99,8 @@ from actors.session.messages import (
 )
 from actors.session.meta import SessionMeta
 from protocol import events as ev
-from protocol.errors import (
-    BadRequest, CorralError, ProtocolError, SessionBusy, SessionClosed, Unsupported,
-)
-from protocol.events import Delivery, SessionState
-from protocol.messages import (
-    Empty,
-    PromptResult,
-    SessionClose,
-    SessionCompact,
-    SessionInterrupt,
-    SessionPermission,
-    SessionPrompt,
-    SessionSetModel,
-    SessionSetPermissions,
-)
+from protocol.errors import ProtocolError
+from protocol.events import SessionState
 from protocol.models import SessionInfo
 from supervisor.proc.spec import ExitStatus
 
@@ -127,12 +114,13 @@ class SessionCore:
     (``actors.session.ending``) acting on it; this class takes the inputs.
     """
 
-    __slots__ = ("_endings", "_state")
+    __slots__ = ("_endings", "_requests", "_state")
 
     def __init__(self, meta: SessionMeta, request: HarnessRequest, driver: Driver,
                  settings: SessionsConfig, *, now: float, resumed: bool = False) -> None:
         self._state = CoreState(meta, request, driver, settings, now=now, resumed=resumed)
         self._endings = Endings(self._state)
+        self._requests = ClientRequests(self._state, self._endings)
 
     # --- reading ------------------------------------------------------------------------
 
@@ -209,7 +197,7 @@ class SessionCore:
         s.now = now
         match msg:
             case Request():
-                self._on_request(msg)
+                self._requests.take(msg)
             case ChildSpawned():
                 self._on_spawned(msg)
             case ChildSpawnFailed(gen=gen, code=code, message=message):
@@ -244,106 +232,9 @@ class SessionCore:
                 pass
         if not s.finished:
             s.check_timers()
-            self._release_held()
+            self._requests.release_held()
         out, s.out = s.out, []
         return out
-
-    # --- requests -----------------------------------------------------------------------
-
-    def _on_request(self, msg: Request) -> None:
-        try:
-            result = self._serve(msg)
-        except CorralError as exc:
-            self._state.out.append(Answer(call=msg.call, error=exc))
-            return
-        if result is not None:
-            self._state.out.append(Answer(call=msg.call, result=result))
-
-    def _serve(self, msg: Request) -> msgspec.Struct | None:
-        """The result of a request, or ``None`` when the answer comes later (a close)."""
-        s = self._state
-        request = msg.request
-        if s.ending:
-            if not isinstance(request, SessionClose):
-                raise SessionClosed(f"session {s.meta.id} is {s.state}")
-            if s.finished:
-                return Empty()
-            s.closers.append(msg.call)
-            return None
-        match request:
-            case SessionPrompt(text=text):
-                return PromptResult(delivery=self._prompt(text))
-            case SessionInterrupt():
-                s.cancel_permissions()
-                if s.translator is not None and s.tracker.turn_running:
-                    s.outputs(s.translator.interrupt(s.now))
-            case SessionPermission(permission_id=pid, decision=decision):
-                s.approvals.check(pid, decision)
-                s.decide(pid, decision, msg.by, msg.by_name)
-            case SessionSetModel(model=model):
-                if s.translator is not None:
-                    s.outputs(s.translator.set_model(model, s.now))
-                s.request = msgspec.structs.replace(s.request, model=model)
-                s.save_meta(model=model)
-            case SessionSetPermissions(mode=mode):
-                s.set_permissions(mode, msg.by)
-            case SessionClose():
-                s.closers.append(msg.call)
-                self._endings.begin_close("closed")
-                return None
-            case SessionCompact():
-                self._compact()
-            case _:
-                raise BadRequest(f"{type(request).__name__} is not a session request")
-        return Empty()
-
-    def _compact(self) -> None:
-        """``session.compact``: only translators with a ``compact`` method can; only when idle."""
-        s = self._state
-        translator = s.translator
-        compact = getattr(translator, "compact", None)
-        if translator is not None and compact is None:
-            raise Unsupported(f"the {s.meta.harness} harness cannot compact a session")
-        if (translator is None or compact is None or not translator.ready
-                or not s.running or s.tracker.turn_running or s.approvals or s.prompts):
-            raise SessionBusy(f"session {s.meta.id} is {s.state}: compact it when idle")
-        s.outputs(compact(s.now))
-
-    def _prompt(self, text: str) -> Delivery:
-        s = self._state
-        translator = s.translator
-        if translator is not None and translator.ready and s.running and not s.prompts:
-            if not s.tracker.turn_running and not s.approvals:
-                self._start_turn(translator, text, "prompted")
-                return "prompted"
-            frames = translator.steer(text, s.now)
-            if frames is not None:
-                s.emit(ev.User(text=text, delivery="steered"))
-                s.outputs(frames)
-                return "steered"
-        s.prompts.hold(text)
-        return "held"
-
-    def _start_turn(self, translator: Translator, text: str, delivery: Delivery) -> None:
-        s = self._state
-        frames = translator.prompt(text, s.now)  # may refuse (session_busy) before anything happened
-        s.tracker.turn_started(s.now)
-        s.turn_started_at = s.now
-        s.emit(ev.User(text=text, delivery=delivery))
-        s.outputs(frames)
-
-    def _release_held(self) -> None:
-        """Send the oldest held prompt if the harness is free (checked after every input)."""
-        s = self._state
-        translator = s.translator
-        if (not s.prompts or translator is None or not translator.ready or not s.running
-                or s.tracker.turn_running or s.approvals):
-            return
-        text = s.prompts.next()
-        try:
-            self._start_turn(translator, text, "held")
-        except CorralError:
-            s.prompts.put_back(text)
 
     # --- the child ----------------------------------------------------------------------
 

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator, Mapping
 import trio
 
 from actors.harness import Driver
+from protocol.models import Detection
 
-__all__ = ["LazyDrivers", "driver_of", "load_all"]
+__all__ = ["LazyDrivers", "detect_all", "driver_of", "load_all"]
 
 
 class LazyDrivers(Mapping[str, Driver]):
@@ -69,3 +70,19 @@ async def load_all(drivers: Mapping[str, Driver]) -> None:
     """Build every driver not built yet (in one worker thread) before they are all used."""
     if isinstance(drivers, LazyDrivers) and not all(drivers.built(name) for name in drivers):
         await trio.to_thread.run_sync(lambda: [drivers[name] for name in drivers])
+
+
+async def detect_all(drivers: Mapping[str, Driver], *, models: bool = False) -> list[Detection]:
+    """Every harness's detection, probed at once (the vendor drivers cache their verdicts
+    in the daemon's one detection cache, ``actors.vendors.detection``); ``models`` runs the
+    slow models probes too."""
+    found: dict[str, Detection] = {}
+    await load_all(drivers)
+
+    async def detect(name: str, driver: Driver) -> None:
+        found[name] = await driver.detect(models=models)
+
+    async with trio.open_nursery() as nursery:
+        for name, driver in drivers.items():
+            nursery.start_soon(detect, name, driver)
+    return [found[name] for name in sorted(found)]

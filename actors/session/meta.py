@@ -58,6 +58,12 @@ class StoredMcpServer(msgspec.Struct, kw_only=True, frozen=True):
             header_keys=sorted(server.headers),
         )
 
+    def with_secrets(self, env: dict[str, str]) -> McpServer:
+        """The server as stored, its secret values (never stored) looked up in the resume's env."""
+        return McpServer(name=self.name, command=self.command, args=list(self.args), url=self.url,
+                         env={k: env[k] for k in self.env_keys if k in env},
+                         headers={k: env[k] for k in self.header_keys if k in env})
+
 
 class SessionMeta(msgspec.Struct, kw_only=True, frozen=True):
     """Everything about a session but its events; ``created_at`` is the wire's ISO form."""

@@ -4,7 +4,8 @@ Live sessions are ``temporary`` children of a ``simple_one_for_one`` supervisor 
 session restarts its own harness child, and a session that ends stays ended (readable,
 subscribable, never restarted). At shutdown the supervisor stops them all at once, each closing
 itself. Sessions left running by a crashed daemon are closed on boot with ``exit {reason:
-daemon_restarted}`` and a ``cancelled`` decision for every permission they left open.
+daemon_restarted}`` and a ``cancelled`` decision for every permission they left open (their files:
+``actors.session.storage``; a harness's availability: ``actors.session.availability``).
 
 A session that told its clients it ended (``closed``, ``failed``) winds down for a moment before
 it moves from ``live`` to ``ended``; requests that tell a live session from an ended one (resume,
@@ -20,9 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import secrets
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,29 +34,21 @@ from actors.harness import Driver, HarnessRequest
 from actors.sandboxing.plans import build_plan, confinement_of
 from actors.sandboxing.settings import check, resolve
 from actors.session.deps import SessionDeps
-from actors.session.drivers import driver_of, load_all
-from actors.session.closedsession import ClosedSession, close_after_crash
+from actors.session.drivers import detect_all, driver_of
+from actors.session.availability import check_available, refuse_if_not_here
+from actors.session.closedsession import ClosedSession
 from actors.session.eventlog import EventLog
-from actors.session.framelog import FrameLog, open_frame_log
-from actors.session.meta import SessionMeta, StoredMcpServer, list_sessions, meta_from_create, write_meta
+from actors.session.framelog import open_frame_log
+from actors.session.meta import meta_from_create
+from actors.session.storage import load_sessions, open_new, reopen, reopen_frame_log
 from actors.session.validate import check_create
 from protocol import events as ev
 from protocol.base import format_ts
 from protocol.errors import (
-    ActorGone,
-    BadRequest,
-    ErrorCode,
-    HarnessUnavailable,
-    SandboxUnavailable,
-    SessionBusy,
-    SessionClosed,
-    StorageFailed,
-    Unsupported,
-    UnknownSession,
-    error_from_wire,
+    ActorGone, HarnessUnavailable, SandboxUnavailable, SessionBusy, SessionClosed, Unsupported, UnknownSession,
 )
 from protocol.messages import SessionCreate, SessionResume, SessionWarning
-from protocol.models import Detection, McpServer, Permissions, SessionInfo
+from protocol.models import Detection, Permissions, SessionInfo
 from protocol.sandbox import SandboxInfo
 from actors.session.config import KILL_MARGIN, SessionSettings, harness_defaults
 from supervisor.threadimport import load
@@ -69,11 +60,6 @@ if TYPE_CHECKING:  # the actor, its harness child and the core load with the fir
 __all__ = ["ClosedSession", "SessionTable"]
 
 log = logging.getLogger("corral.sessions")
-_NOT_HERE = (str(ErrorCode.PLACEMENT_CWD_MISSING), str(ErrorCode.PLACEMENT_BINARY_MISSING))
-"""Why a first child may not start on the node a placement backend chose: a create error."""
-
-_LEFT_OPEN = ("daemon_restarted", "daemon_stopped")
-"""``closed_reason``s of sessions the user did not close: the daemon crashed or stopped under them."""
 
 
 class SessionTable:
@@ -124,30 +110,10 @@ class SessionTable:
     def boot(self) -> list[str]:
         """Load every session on disk; close those a crashed daemon left open. Returns their ids."""
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        revived: list[str] = []
-        for directory, meta in list_sessions(self.root):
-            if isinstance(meta, Exception):
-                log.warning("session %s is unreadable and skipped: %s", directory.name, meta)
-                continue
-            try:
-                event_log, report = EventLog.open(directory, meta.id, durability=self.config.sessions.durability,
-                                                  memory_tail=0)
-            except StorageFailed as exc:
-                log.warning("session %s has a damaged event log and is skipped: %s", meta.id, exc)
-                continue
-            if report.truncated_bytes:
-                log.warning("session %s: a torn last line (%d bytes) was truncated",
-                            meta.id, report.truncated_bytes)
-            if meta.state not in ("closed", "failed"):
-                close_after_crash(event_log)
-                meta = msgspec.structs.replace(meta, state="closed", closed_reason="daemon_restarted")
-                write_meta(directory, meta)
-                revived.append(meta.id)
-            if meta.closed_reason in _LEFT_OPEN:
-                self.left_open.append(meta.id)
-            event_log.close()  # still readable; an ended session holds no descriptor
-            self.ended[meta.id] = ClosedSession(meta, event_log)
-        return revived
+        found = load_sessions(self.root, self.config.sessions.durability)
+        self.left_open.extend(found.left_open)
+        self.ended.update((ended.id, ended) for ended in found.ended)
+        return found.revived
 
     async def create(self, request: SessionCreate, *, session_id: str | None = None) -> SessionInfo:
         """Start a session; answers once it exists, even if its first child dies at once.
@@ -183,7 +149,7 @@ class SessionTable:
             runs_work=callable(getattr(driver, "work_runner", None)), state_dir=str(self.state_dir),
         )
         driver.translator(harness_request)  # validates the options
-        await self._check_available(driver, options)
+        await check_available(driver, options)
         harness_request = await _confined(driver, harness_request)
         frame_log = open_frame_log(options.get("log_path"), cwd=request.cwd, state_dir=self.state_dir,
                                    session_dir=directory)
@@ -193,7 +159,7 @@ class SessionTable:
             (directory / "harness").mkdir(mode=0o700)
             meta = meta_from_create(session_id, request, created_at=format_ts(time.time()), sandbox=sandbox)
             event_log = await trio.to_thread.run_sync(functools.partial(
-                _open_new, directory, meta, durability=sessions.durability,
+                open_new, directory, meta, durability=sessions.durability,
                 memory_tail=sessions.memory_tail, fsync_interval=sessions.fsync_interval))
         except BaseException:
             if frame_log is not None:
@@ -204,7 +170,7 @@ class SessionTable:
                            observer=self.observer, opener=self.opener)
         session = (await _session_class())(meta, harness_request, deps, event_log, frame_log)
         await self._start(supervisor, session, frame_log, event_log)
-        await _refuse_if_not_here(session)
+        await refuse_if_not_here(session)
         if request.prompt:
             await session.prompt(request.prompt, "session")
         return session.info()
@@ -264,21 +230,21 @@ class SessionTable:
         harness_request = HarnessRequest(
             sandbox=sandbox, sandbox_masks=self.sandbox_masks,
             session_id=session_id, cwd=meta.cwd, model=meta.model, permissions=meta.permissions,
-            env=env, options=options, mcp_servers=[_stored_server(m, env) for m in meta.mcp_servers],
+            env=env, options=options, mcp_servers=[m.with_secrets(env) for m in meta.mcp_servers],
             resume=meta.vendor_session_id,
             instructions=options.get("instructions") if isinstance(options.get("instructions"), str) else None,
             work_dir=str(directory / "harness"),
             runs_work=callable(getattr(driver, "work_runner", None)), state_dir=str(self.state_dir),
         )
         driver.translator(harness_request)  # validates the options
-        await self._check_available(driver, options)
+        await check_available(driver, options)
         harness_request = await _confined(driver, harness_request)
-        frame_log = _reopen_frame_log(options.get("log_path"), meta.cwd, self.state_dir, directory)
+        frame_log = reopen_frame_log(options.get("log_path"), meta.cwd, self.state_dir, directory)
         sessions = self.config.sessions
         meta = msgspec.structs.replace(meta, state="starting", closed_reason=None)
         try:
             event_log = await trio.to_thread.run_sync(functools.partial(
-                _reopen, directory, meta, durability=sessions.durability,
+                reopen, directory, meta, durability=sessions.durability,
                 memory_tail=sessions.memory_tail, fsync_interval=sessions.fsync_interval))
         except BaseException:
             if frame_log is not None:
@@ -292,7 +258,7 @@ class SessionTable:
         session.feed = ended.feed  # subscribers of the closed session follow the resumed one
         ended.feed.rebind(event_log)
         await self._start(supervisor, session, frame_log, event_log)
-        await _refuse_if_not_here(session)
+        await refuse_if_not_here(session)
         log.info("session %s resumed (%s, conversation %s)", session_id, meta.harness,
                  meta.vendor_session_id or "new")
         return session.info()
@@ -366,19 +332,6 @@ class SessionTable:
         return await trio.to_thread.run_sync(functools.partial(
             check, info, config))
 
-    async def _check_available(self, driver: Driver, options: dict[str, Any]) -> None:
-        """``harness_unavailable`` for a missing binary (``options.binary`` or the detected one)
-        or one older than the driver's floor."""
-        binary = options.get("binary")
-        if isinstance(binary, str) and binary:
-            if shutil.which(os.path.expanduser(binary)) is None:
-                raise HarnessUnavailable(f"{driver.name}: {binary!r} is not an executable")
-            return
-        detection = await driver.detect()
-        if not detection.available:
-            raise HarnessUnavailable(f"{driver.name} is not available: {detection.reason or 'not found'}",
-                                     data={"harness": driver.name})
-
     async def _run_session(self, session: Session, *,
                            task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
         self.live[session.id] = session
@@ -423,19 +376,8 @@ class SessionTable:
         return sorted(every, key=lambda i: (i.created_at, i.id))
 
     async def detections(self, *, models: bool = False) -> list[Detection]:
-        """Every harness's detection, probed at once (the vendor drivers cache their verdicts
-        in the daemon's one detection cache, ``actors.vendors.detection``); ``models`` runs the
-        slow models probes too."""
-        found: dict[str, Detection] = {}
-        await load_all(self.drivers)
-
-        async def detect(name: str, driver: Driver) -> None:
-            found[name] = await driver.detect(models=models)
-
-        async with trio.open_nursery() as nursery:
-            for name, driver in self.drivers.items():
-                nursery.start_soon(detect, name, driver)
-        return [found[name] for name in sorted(found)]
+        """Every harness's detection, probed at once (``actors.session.drivers.detect_all``)."""
+        return await detect_all(self.drivers, models=models)
 
 
 async def _confined(driver: Driver, request: HarnessRequest) -> HarnessRequest:
@@ -450,48 +392,8 @@ async def _confined(driver: Driver, request: HarnessRequest) -> HarnessRequest:
     return msgspec.structs.replace(request, confinement=confinement_of(plan))
 
 
-def _open_new(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:
-    """Write a new session's ``meta.json`` and create its log (blocking: run it in a thread)."""
-    write_meta(directory, meta)
-    event_log, _ = EventLog.open(directory, meta.id, **settings)
-    return event_log
-
-
-def _stored_server(stored: StoredMcpServer, env: dict[str, str]) -> McpServer:
-    """An MCP server as stored, its secret values (never stored) looked up in the resume's env."""
-    return McpServer(name=stored.name, command=stored.command, args=list(stored.args), url=stored.url,
-                     env={k: env[k] for k in stored.env_keys if k in env},
-                     headers={k: env[k] for k in stored.header_keys if k in env})
-
-
-def _reopen(directory: Path, meta: SessionMeta, **settings: Any) -> EventLog:
-    """Write a resumed session's ``meta.json`` and reopen its log (blocking: run it in a thread)."""
-    event_log, _ = EventLog.open(directory, meta.id, **settings)
-    write_meta(directory, meta)
-    return event_log
-
-
-def _reopen_frame_log(raw: object, cwd: str, state_dir: Path, session_dir: Path) -> FrameLog | None:
-    """The frame log of a resumed session: a new file where the old one is gone. An existing file
-    is never taken over (it may not be ours any more), so the resumed session then has none."""
-    try:
-        return open_frame_log(raw, cwd=cwd, state_dir=state_dir, session_dir=session_dir)
-    except BadRequest as exc:
-        log.warning("session %s: options.log_path not reopened: %s", session_dir.name, exc.message)
-        return None
-
-
 async def _session_class() -> type[Session]:
     """``Session``, imported off the trio thread the first time a session starts: a daemon
     with none never loads the actor, its harness child, the core and their messages."""
     session: type[Session] = (await load("actors.session.actor")).Session
     return session
-
-
-async def _refuse_if_not_here(session: Session) -> None:
-    """Close ``session`` and raise its first child's placement refusal, if that is how it failed
-    (the node lacks the cwd or the binary: a restart would fail alike)."""
-    failure = session.core.first_failure
-    if failure is not None and failure[0] in _NOT_HERE:
-        await session.close("daemon")
-        raise error_from_wire(*failure)

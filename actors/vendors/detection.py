@@ -8,7 +8,7 @@ the login state). What is the same for all of them lives here:
   the env that matters)``: the configured binary name or path, and a hash of the variables the
   vendor's detection reads (``PATH``, its config-home and key variables; hashed so the key holds
   no secret). A verdict is reused for ``ttl`` seconds of the trio clock; concurrent callers of
-  one key share one probe. ``actors.app`` builds one and gives it to every vendor driver, so
+  one key share one probe. ``actors.harnesses`` builds one and gives it to every vendor driver, so
   ``harness.list`` and the availability check of ``session.create`` read the same verdicts.
 * ``Detector``: what a driver holds: its probe, binary, env keys and the cache; the probe sees
   the daemon's environment with the env every child of the harness gets from the vendor and the

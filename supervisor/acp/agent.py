@@ -3,10 +3,10 @@
 Theory of operation
 -------------------
 The editor starts this process and speaks newline-delimited JSON-RPC on its stdin/stdout
-(``protocol.framing.NdjsonFramer`` + ``protocol.jsonrpc.Endpoint``). One reader task classifies
-what arrives: each request runs in a task of its own (``session/prompt`` lasts a whole turn), a
-response settles the ``session/request_permission`` that waits on its id. Every write to stdout
-goes through one lock, one whole line at a time; nothing else ever writes there.
+(``supervisor.acp.editor``: ``EditorLink``). One reader task classifies what arrives: each
+request runs in a task of its own (``session/prompt`` lasts a whole turn), a response settles the
+``session/request_permission`` that waits on its id. Every write to stdout goes through one lock,
+one whole line at a time; nothing else ever writes there.
 
 ``initialize`` connects to the daemon (starting it first, as ``corral start`` does, when none
 answers) with the ``hello`` client name ``acp:<clientInfo.name>``, so other clients see the
@@ -34,11 +34,7 @@ import msgspec
 import trio
 
 from protocol.errors import CorralError, ProtocolError, UnknownSession
-from protocol.framing import NdjsonFramer
-from protocol.jsonrpc import (
-    INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, PARSE_ERROR, Endpoint, ErrorResponse,
-    Notification, Request, RequestId, Response, decode_as,
-)
+from protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Request, decode_as
 from protocol.models import Detection, PermissionMode, Permissions, SessionInfo
 
 from supervisor import __version__
@@ -48,14 +44,13 @@ from . import schema as s
 from .convert import (
     UnsupportedContent, mcp_servers, modes, prompt_text, session_result, worktree,
 )
+from .editor import EditorLink
 from .follow import Attached, Waiter, follow
 from .turns import Answered, SessionTurns
 
 __all__ = ["AcpOptions", "RpcFailure", "serve"]
 
 log = logging.getLogger("corral.acp")
-
-FRAME_LIMIT = 64 * 1024 * 1024
 
 
 class AcpOptions(NamedTuple):
@@ -82,18 +77,15 @@ async def serve(options: AcpOptions, stdin: trio.abc.ReceiveStream,
     """Serve the editor until it closes stdin (or the daemon connection drops: ``ConnectionLost``)."""
     async with trio.open_nursery() as nursery:
         agent = _Agent(options, stdout, nursery)
-        await agent.read(stdin)
+        await agent.editor.read(stdin)
         nursery.cancel_scope.cancel()
 
 
 class _Agent:
     def __init__(self, options: AcpOptions, stdout: trio.abc.SendStream, nursery: trio.Nursery) -> None:
         self.options = options
-        self._stdout = stdout
         self._nursery = nursery
-        self._endpoint = Endpoint()
-        self._send_lock = trio.Lock()
-        self._calls: dict[RequestId, Waiter] = {}
+        self.editor = EditorLink(stdout, nursery, arrived=self._arrived, cancel=self._cancel)
         self._client: Client | None = None
         self._connected: trio.Event | None = None
         """Made when ``initialize`` arrives, set once it connected (or failed to): requests
@@ -115,44 +107,12 @@ class _Agent:
             "session/set_config_option": (s.SetConfigParams, self.set_config_option),
         }
 
-    # --- the wire ---------------------------------------------------------------------------
+    # --- the editor's requests ------------------------------------------------------------
 
-    async def read(self, stdin: trio.abc.ReceiveStream) -> None:
-        framer = NdjsonFramer(FRAME_LIMIT)
-        while data := await stdin.receive_some(65536):
-            try:
-                framer.receive_data(data)
-                frames = list(framer.frames())
-            except ProtocolError as exc:
-                await self._write(self._endpoint.respond_error(None, PARSE_ERROR, exc.message))
-                return
-            for frame in frames:
-                await self._dispatch(frame)
-
-    async def _dispatch(self, frame: bytes) -> None:
-        try:
-            message = self._endpoint.receive(frame)
-        except ProtocolError as exc:
-            await self._write(self._endpoint.respond_error(None, PARSE_ERROR, exc.message))
-            return
-        match message:
-            case Request():
-                if message.method == "initialize" and self._connected is None:
-                    self._connected = trio.Event()  # before any later request's task looks
-                self._nursery.start_soon(self._serve, message)
-            case Notification(method="session/cancel", params=params):
-                try:
-                    cancel = decode_as(params, s.SessionParams, "session/cancel params")
-                except ProtocolError as exc:
-                    log.warning("%s", exc.message)  # a notification has no one to answer
-                    return
-                self._nursery.start_soon(self._cancel, cancel.session_id)
-            case Notification(method=method):
-                log.debug("notification %s ignored", method)
-            case Response(id=rid) | ErrorResponse(id=rid) if rid is not None and rid in self._calls:
-                waiter = self._calls.pop(rid)
-                waiter.answer = message
-                waiter.done.set()
+    def _arrived(self, message: Request) -> None:
+        if message.method == "initialize" and self._connected is None:
+            self._connected = trio.Event()  # before any later request's task looks
+        self._nursery.start_soon(self._serve, message)
 
     async def _serve(self, request: Request) -> None:
         handler = self._handlers.get(request.method)
@@ -168,33 +128,12 @@ class _Agent:
                 raise RpcFailure(INVALID_PARAMS, exc.message) from None
             result = await handle(params)
         except RpcFailure as exc:
-            await self._write(self._endpoint.respond_error(request.id, exc.code, exc.message, exc.data))
+            await self.editor.respond_error(request.id, exc.code, exc.message, exc.data)
         except CorralError as exc:
             code = -32002 if isinstance(exc, UnknownSession) else INTERNAL_ERROR
-            await self._write(self._endpoint.respond_error(request.id, code, exc.message,
-                                                           {"code": str(exc.code)}))
+            await self.editor.respond_error(request.id, code, exc.message, {"code": str(exc.code)})
         else:
-            await self._write(self._endpoint.respond(request.id, result if result is not None else {}))
-
-    async def _write(self, line: bytes) -> None:
-        async with self._send_lock:
-            await self._stdout.send_all(line + b"\n")
-
-    async def notify(self, session_id: str, update: s.Update) -> None:
-        await self._write(self._endpoint.notify("session/update", s.UpdateParams(session_id=session_id,
-                                                                                 update=update)))
-
-    async def call(self, method: str, params: msgspec.Struct) -> Response | ErrorResponse:
-        request_id, data = self._endpoint.request(method, params)
-        waiter = self._calls[request_id] = Waiter()
-        try:
-            await self._write(data)
-            await waiter.done.wait()
-        finally:
-            if self._calls.pop(request_id, None) is not None:
-                self._endpoint.forget(request_id)
-        answer: Response | ErrorResponse = waiter.answer
-        return answer
+            await self.editor.respond(request.id, result if result is not None else {})
 
     # --- the daemon -------------------------------------------------------------------------
 
@@ -391,7 +330,7 @@ class _Agent:
             await old.finished.wait()
         attached = Attached(SessionTurns(info.id, info.cwd, self.client.connection_id))
         self.sessions[info.id] = attached
-        await self._nursery.start(follow, self.client, self, attached, info.last_seq, show_replay)
+        await self._nursery.start(follow, self.client, self.editor, attached, info.last_seq, show_replay)
 
 
 def _mode(mode_id: str) -> PermissionMode:

@@ -5,7 +5,8 @@ notifications and ``session/request_permission`` requests. Only what the facade 
 unknown fields are ignored (ACP says they must be tolerated) and ``_meta`` is kept as a dict.
 Outgoing Structs omit their ``None`` members, as ACP's optional fields are absent rather than
 null. (``actors/vendors/acp/wire.py`` holds the other direction, corral as an ACP *client*; the
-layering keeps the two apart, and they share no shape the same way round.)
+shapes both directions read or write the same, ``NameValue`` and ``Location``, are in
+``protocol.acp``.)
 """
 
 from __future__ import annotations
@@ -14,18 +15,17 @@ from typing import Any, Literal
 
 import msgspec
 
+from protocol.acp import PROTOCOL_VERSION, Location, NameValue
+
 __all__ = [
     "PROTOCOL_VERSION", "AgentCapabilities", "AvailableCommand", "ClientInfo", "CloseParams",
     "ConfigChoice", "ConfigOption", "Content", "Diff", "InitializeParams", "InitializeResult",
     "ListParams", "ListResult", "ListedSession", "LoadParams", "Location", "McpServer",
-    "ModeInfo", "Modes", "NewParams", "Outcome", "PermissionAnswer", "PermissionOption",
+    "ModeInfo", "Modes", "NameValue", "NewParams", "Outcome", "PermissionAnswer", "PermissionOption",
     "PermissionParams", "PlanEntry", "PromptParams", "PromptResult", "SessionParams",
     "SessionResult", "SetConfigParams", "SetConfigResult", "SetModeParams", "SetModelParams",
     "TextBlock", "ToolCallRef", "Update", "UpdateParams",
 ]
-
-PROTOCOL_VERSION = 1
-
 
 class _In(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
     """Base of what the editor sends."""
@@ -47,11 +47,6 @@ class ClientInfo(_In, frozen=True, kw_only=True):
 class InitializeParams(_In, frozen=True, kw_only=True):
     protocol_version: int = PROTOCOL_VERSION
     client_info: ClientInfo | None = None
-
-
-class NameValue(_In, frozen=True, kw_only=True):
-    name: str
-    value: str
 
 
 class McpServer(_In, frozen=True, kw_only=True):
@@ -242,11 +237,6 @@ class Diff(_Out, frozen=True, kw_only=True, tag_field="type", tag="diff"):
     path: str
     new_text: str
     old_text: str | None = None
-
-
-class Location(_Out, frozen=True, kw_only=True):
-    path: str
-    line: int | None = None
 
 
 class PlanEntry(_Out, frozen=True, kw_only=True):

@@ -16,7 +16,8 @@ import msgspec
 import pytest
 
 from actors import defaults
-from actors.app import Config, drivers
+from actors.app import Config
+from actors.harnesses import drivers
 from actors.session.config import HarnessConfig, SessionsConfig, harness_defaults
 from supervisor import config as loader
 from supervisor.config import LoadedConfig, config_schema

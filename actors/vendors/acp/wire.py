@@ -3,7 +3,9 @@
 Only what the translator uses is typed; the rest of a message stays out of the Struct (ACP says
 unknown fields must be tolerated). ``session/update`` is one Struct for every variant, keyed by
 ``sessionUpdate``: variants come and go between agent versions, and one that corral does not
-know must not fail the decode. Absent and ``null`` read alike (``None``).
+know must not fail the decode. Absent and ``null`` read alike (``None``). The shapes corral's
+ACP agent (``supervisor.acp.schema``) reads or writes the same, ``NameValue`` and ``Location``, are
+in ``protocol.acp``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 
 import msgspec
 
-PROTOCOL_VERSION = 1
+from protocol.acp import PROTOCOL_VERSION as PROTOCOL_VERSION
+from protocol.acp import Location, NameValue
 
 
 class _In(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
@@ -105,11 +108,6 @@ class PromptResult(_In, frozen=True, kw_only=True):
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
 
 
-class Location(_In, frozen=True, kw_only=True):
-    path: str
-    line: int | None = None
-
-
 class ToolCall(_In, frozen=True, kw_only=True):
     """A ``tool_call``/``tool_call_update`` update, or the ``toolCall`` of a permission request."""
 
@@ -170,11 +168,6 @@ class PermissionRequest(_In, frozen=True, kw_only=True):
     options: list[PermissionOption] = []
 
 
-class EnvVar(_In, frozen=True, kw_only=True):
-    name: str
-    value: str
-
-
 class ReadTextFile(_In, frozen=True, kw_only=True):
     path: str
     line: int | None = None
@@ -189,7 +182,7 @@ class WriteTextFile(_In, frozen=True, kw_only=True):
 class TerminalCreate(_In, frozen=True, kw_only=True):
     command: str
     args: list[str] = []
-    env: list[EnvVar] = []
+    env: list[NameValue] = []
     cwd: str | None = None
     output_byte_limit: int | None = None
 

@@ -1,5 +1,5 @@
 """``options.autonomous`` on the daemon side: checked and sent by the translator, the goal as the
-first prompt (``actors.app``), and ``corral new --goal/--max-turns``."""
+first prompt (``actors.router``), and ``corral new --goal/--max-turns``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from actors import app
+from actors import router
 from actors.harness import HarnessRequest, Send
 from actors.native.daemon.translate import NativeTranslator
 from protocol.errors import BadRequest, SessionBusy
@@ -57,11 +57,11 @@ def test_a_resumed_run_makes_the_worker_busy(tmp_path: Path) -> None:
 
 def test_the_goal_is_the_first_prompt_of_a_native_session_without_one() -> None:
     create = SessionCreate(id=1, harness="native", cwd="/", options={"autonomous": {"goal": "g"}})
-    assert app._goal_as_prompt(create).prompt == "g"
+    assert router._goal_as_prompt(create).prompt == "g"
     other = msgspec.structs.replace(create, harness="claude")
-    assert app._goal_as_prompt(other).prompt is None
+    assert router._goal_as_prompt(other).prompt is None
     with pytest.raises(BadRequest):
-        app._goal_as_prompt(msgspec.structs.replace(create, options={"autonomous": {}}))
+        router._goal_as_prompt(msgspec.structs.replace(create, options={"autonomous": {}}))
 
 
 def test_corral_new_goal_and_max_turns(monkeypatch: pytest.MonkeyPatch) -> None:

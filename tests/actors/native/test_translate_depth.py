@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.app import Config, drivers
+from actors.app import Config
+from actors.harnesses import drivers
 from actors.native.daemon.config import NativeConfig
 from actors.native.daemon.driver import NativeDriver
 from protocol.errors import BadRequest

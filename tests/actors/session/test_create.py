@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import trio
 
-from actors.app import drivers
+from actors.harnesses import drivers
 from actors.session.sessions import SessionTable
 from protocol.errors import (BadRequest, CorralError, PlacementBinaryMissing, PlacementCwdMissing,
                              SandboxUnavailable)

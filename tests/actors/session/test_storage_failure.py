@@ -18,7 +18,7 @@ from protocol.errors import SessionClosed, StorageFailed
 from protocol.events import Result
 from protocol.messages import SessionCreate
 from actors.app import Config
-from actors.app import drivers
+from actors.harnesses import drivers
 from supervisor.ledger.store import Ledger
 
 

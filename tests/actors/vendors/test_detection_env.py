@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.app import Config, drivers
+from actors.app import Config
+from actors.harnesses import drivers
 from actors.harness import HarnessRequest
 from actors.session.config import harness_defaults
 from actors.vendors.acp import AcpDriver
