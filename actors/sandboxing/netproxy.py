@@ -4,8 +4,9 @@ what the session's child requests learn of it.
 One per session that needs one (``SessionProxy.for_session``): a ``ProxyServer``
 (``supervisor.sandbox.proxy``) on ``<session dir>/proxy/proxy.sock``, whose directory bubblewrap
 binds read-only into the sandbox for the bridge, and — under Landlock, which has no network
-namespace — on a loopback TCP port too, the one port the Landlock rules let the harness connect
-to (the proxy variables point straight at it; no bridge runs). It runs under a one-child
+namespace — and for the native agent, whose worker keeps the host's network under either backend —
+on a loopback TCP port too, the one port the Landlock rules let the harness (or the native
+agent's bash commands) connect to (the proxy variables point straight at it; no bridge runs). It runs under a one-child
 ``one_for_one`` supervisor in the session actor's nursery, started before the harness's, so the
 first child generation finds it; a restart binds the same socket and port again. Should it not
 bind at all, or crash more than ``_INTENSITY`` times in ``_PERIOD`` seconds, the session is told
@@ -82,7 +83,10 @@ class SessionProxy:
         if sandbox is None or sandbox.net != "model":
             return None
         socket_path = Path(request.work_dir).parent / "proxy" / "proxy.sock"
-        return cls(request, harness, driver, socket_path, announce, tcp=sandbox.effective == "landlock")
+        # A TCP port too where the child shares the host's network: under Landlock, and for a
+        # native worker, whose bash commands reach the proxy through Landlock's TCP rules.
+        tcp = sandbox.effective == "landlock" or getattr(driver, "spawn", None) is not None
+        return cls(request, harness, driver, socket_path, announce, tcp=tcp)
 
     async def supervise(self, *, task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the proxy's supervisor until cancelled (ready once the proxy listens)."""

@@ -191,14 +191,21 @@ class Harness:
             try:
                 launch = self.driver.launch(request)
                 env: dict[str, str | None] = dict(launch.env)
-                if request.sandbox is not None and request.confinement is None:  # (native: itself)
+                if request.sandbox is not None and request.confinement is None:
                     confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
                     launch = msgspec.structs.replace(launch, argv=confined.argv)
                     env = confined.env
                     spawning: AbstractAsyncContextManager[HarnessChild] = spawn_process(
                         launch, self._spec(gen, launch, request, env), self.ledger,
                         self._placed(request), confine=confined.preexec)
-                else:
+                elif request.sandbox is not None and request.sandbox.effective == "bwrap":
+                    # A native worker under bubblewrap: its driver's spawn (its asks), with the
+                    # wrapped argv (so exec'd, not forked); the worker lays its confinement too.
+                    confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
+                    launch = msgspec.structs.replace(launch, argv=confined.argv)
+                    env = confined.env
+                    spawning = self._open(launch, self._spec(gen, launch, request, env), request)
+                else:  # unconfined, or a native worker confining itself with Landlock
                     spawning = self._open(launch, self._spec(gen, launch, request, env), request)
                 child = await stack.enter_async_context(spawning)
             except Exception as exc:  # a child that cannot start has crashed: the planner decides
@@ -333,6 +340,10 @@ def _confine(launch: Launch, request: HarnessRequest, harness: str) -> Confined:
         raise ValueError("no sandbox to confine the launch in")
     plan = build_plan(request, launch, sandbox, harness=harness, masks=request.sandbox_masks,
                       proxy_socket=request.proxy_socket)
+    if request.confinement is not None:
+        # A native worker calls its model itself: its bubblewrap keeps the host's network, and its
+        # bash commands get ``net`` from the worker (``actors.native.worker.confinement``).
+        plan = msgspec.structs.replace(plan, net="on", proxy_socket=None)
     if plan.tmp_dir is not None:
         plan.tmp_dir.mkdir(mode=0o700, exist_ok=True)
     return confine(list(launch.argv), dict(launch.env), plan, sandbox.effective)

@@ -17,7 +17,7 @@ from typing import Literal
 from supervisor.sandbox import landlock
 from supervisor.sandbox.plan import NetMode
 
-__all__ = ["Effective", "Mode", "Unavailable", "available", "bwrap_problem"]
+__all__ = ["Effective", "Mode", "Unavailable", "available", "bwrap_problem", "landlock_problem"]
 
 Mode = Literal["off", "auto", "bwrap", "landlock"]
 Effective = Literal["bwrap", "landlock", "off"]
@@ -39,7 +39,7 @@ def available(mode: Mode, *, net: NetMode = "on", landlock_enabled: bool = True,
             return "bwrap"
         if mode == "bwrap":
             return Unavailable(problem)
-    problem = _landlock_problem(net, landlock_enabled)
+    problem = landlock_problem(net, landlock_enabled)
     if problem is None:
         return "landlock"
     if mode == "auto":
@@ -70,7 +70,8 @@ def _probe(program: str) -> str | None:
     return None
 
 
-def _landlock_problem(net: NetMode, enabled: bool) -> str | None:
+def landlock_problem(net: NetMode, enabled: bool) -> str | None:
+    """Why Landlock cannot confine a process with ``net`` here, or None when it can."""
     if not enabled:
         return "Landlock is turned off ([sandbox] landlock = false)"
     version = landlock.abi()
