@@ -59,7 +59,7 @@ def bwrap_problem(path: str | None = None) -> str | None:
 def _probe(program: str) -> str | None:
     """Run ``program`` as the sandboxes will (a user namespace, no capabilities) around ``true``."""
     argv = [program, "--unshare-user", "--unshare-pid", "--cap-drop", "ALL", "--die-with-parent",
-            "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"]
+            "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
