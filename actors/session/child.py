@@ -346,7 +346,7 @@ def _confine(launch: Launch, request: HarnessRequest, harness: str) -> Confined:
         plan = msgspec.structs.replace(plan, net="on", proxy_socket=None)
     if plan.tmp_dir is not None:
         plan.tmp_dir.mkdir(mode=0o700, exist_ok=True)
-    return confine(list(launch.argv), dict(launch.env), plan, sandbox.effective)
+    return confine(list(launch.argv), dict(launch.env), plan, sandbox.effective, join=request.proxy_join)
 
 
 def _describe_failure(exc: Exception) -> tuple[str, str]:

@@ -2,7 +2,8 @@
 
 ``bwrap`` needs a ``bwrap`` on ``PATH`` that can make a user namespace here (some hosts forbid
 unprivileged ones, some containers any); that is checked once by running it (a few ms), and the
-verdict is cached per program. ``landlock`` needs a kernel with Landlock (ABI ≥ 1), ABI ≥ 4
+verdict is cached per program. With ``net = "model"`` it needs util-linux's ``unshare`` (2.38+:
+``--map-current-user``) and ``nsenter`` too, for the session's own network namespace. ``landlock`` needs a kernel with Landlock (ABI ≥ 1), ABI ≥ 4
 when the network is confined (TCP rules), and ``[sandbox] landlock`` not turned off. ``auto``
 takes bubblewrap where it works, else Landlock. ``off`` is always available.
 """
@@ -17,7 +18,7 @@ from typing import Literal
 from supervisor.sandbox import landlock
 from supervisor.sandbox.plan import NetMode
 
-__all__ = ["Effective", "Mode", "Unavailable", "available", "bwrap_problem", "landlock_problem"]
+__all__ = ["Effective", "Mode", "Unavailable", "available", "bwrap_problem", "join_problem", "landlock_problem"]
 
 Mode = Literal["off", "auto", "bwrap", "landlock"]
 Effective = Literal["bwrap", "landlock", "off"]
@@ -35,6 +36,8 @@ def available(mode: Mode, *, net: NetMode = "on", landlock_enabled: bool = True,
         return "off"
     if mode in ("bwrap", "auto"):
         problem = bwrap_problem(path)
+        if problem is None and net == "model":
+            problem = join_problem(path)
         if problem is None:
             return "bwrap"
         if mode == "bwrap":
@@ -67,6 +70,28 @@ def _probe(program: str) -> str | None:
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
         return f"bubblewrap ({program}) cannot make a sandbox here: {said[-1] if said else done.returncode}"
+    return None
+
+
+def join_problem(path: str | None = None) -> str | None:
+    """Why a session's network namespace cannot be made and joined here (``net = "model"`` under
+    bubblewrap: ``supervisor.sandbox.sandboxnet``), or None when it can."""
+    found = [shutil.which(tool, path=path) for tool in ("unshare", "nsenter")]
+    if None in found:
+        return "util-linux's unshare and nsenter are not both on PATH"
+    return _probe_unshare(str(found[0]))
+
+
+@functools.cache
+def _probe_unshare(program: str) -> str | None:
+    argv = [program, "--user", "--map-current-user", "--keep-caps", "--net", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unshare ({program}) does not run: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return f"unshare ({program}) cannot make a network namespace here: {said[-1] if said else done.returncode}"
     return None
 
 

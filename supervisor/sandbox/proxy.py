@@ -92,6 +92,9 @@ class ProxyServer:
         self.name = name
         self.tcp_port: int | None = 0 if tcp else None
         """``0`` until the first bind picks a port; a restart binds that port again."""
+        self.inside: _stdsocket.socket | None = None
+        """A listening socket made elsewhere that it serves too, and never closes: a sandbox's
+        ``127.0.0.1:PORT`` in its own network namespace (``supervisor.sandbox.sandboxnet``)."""
         self._on_denied = on_denied
         self._slots = trio.Semaphore(self.limits.max_connections)
         self._counts = dict.fromkeys(("accepted", "tunnels", "forwarded", "denied", "bad",
@@ -112,6 +115,8 @@ class ProxyServer:
                 tcp = await _tcp_listener(self.tcp_port)
                 self.tcp_port = tcp.socket.getsockname()[1]
                 listeners.append(tcp)
+            if self.inside is not None:  # a copy: closing it on the way out leaves the original
+                listeners.append(trio.SocketListener(trio.socket.from_stdlib_socket(self.inside.dup())))
             async with trio.open_nursery() as nursery:
                 for listener in listeners:
                     nursery.start_soon(self._accept, listener, nursery)
