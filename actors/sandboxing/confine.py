@@ -39,7 +39,7 @@ def confine(argv: list[str], env: dict[str, str], plan: SandboxPlan, effective: 
         changed: dict[str, str | None] = {**env, **plan.env}
         if plan.tmp_dir is not None:
             changed["TMPDIR"] = str(plan.tmp_dir)
-        if plan.net == "model":  # no namespace, no bridge: the proxy listens on proxy_port itself
+        if plan.net == "model":  # no namespace: the proxy listens on proxy_port itself
             changed.update(proxy_env(plan.proxy_port))
         return Confined(argv=list(argv), env=changed, preexec=landlock.preexec_hook(plan))
     return Confined(argv=list(argv), env=dict(env))

@@ -1,7 +1,7 @@
 """The sandbox's network with real vendor CLIs under real bubblewrap, offline.
 
-Claude Code and Codex run sandboxed with ``net = "model"`` (bubblewrap: a network namespace of
-their own, the bridge on ``127.0.0.1:3128`` inside, the session's proxy outside; Claude under
+Claude Code and Codex run sandboxed with ``net = "model"`` (bubblewrap: the session's network
+namespace, joined by each spawn, where the session's proxy listens on ``127.0.0.1:3128``; Claude under
 Landlock too: the proxy's own loopback port, the one its TCP rules allow) against the fake
 model servers of this test process on 127.0.0.1. Each completes a tool turn, so every model
 request went through the proxy (nothing else leads out of the namespace); the tool command then
