@@ -69,3 +69,19 @@ def test_a_native_worker_under_bwrap_needs_landlock_only_for_net_model() -> None
     check_worker(_info("bwrap", "on"), off, harness="native")
     if landlock.abi() >= 4:
         check_worker(_info("bwrap", "model"), SandboxConfig(), harness="native")
+
+
+def test_bwrap_with_net_model_needs_unshare_and_nsenter(tmp_path: Path) -> None:
+    """The session's network namespace is made with util-linux's ``unshare`` and joined with its
+    ``nsenter``: a PATH with bubblewrap alone serves ``off`` but not ``model``."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.skip("needs bubblewrap")
+    (tmp_path / "bwrap").symlink_to(bwrap)
+    only = str(tmp_path)
+    assert check(SandboxInfo(mode="bwrap", effective="off", net="off"), SandboxConfig(), path=only).effective == "bwrap"
+    with pytest.raises(SandboxUnavailable, match="unshare and nsenter"):
+        check(SandboxInfo(mode="bwrap", effective="off", net="model"), SandboxConfig(), path=only)
+    if landlock.abi() >= 4:  # auto falls back to Landlock
+        auto = SandboxInfo(mode="auto", effective="off", net="model")
+        assert check(auto, SandboxConfig(), path=only).effective == "landlock"
