@@ -14,10 +14,12 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from supervisor.sandbox import SandboxPlan, void_file, wrap
@@ -80,6 +82,27 @@ def test_no_terminal_is_reachable_to_inject_into(box: tuple[Path, SandboxPlan]) 
     tty_nr, *rest = done.stdout.split()
     assert tty_nr == "0" and "NO-TTY" in rest, done  # no controlling terminal
     assert [name for name in rest if name.isdigit()] == [], done  # no pty of the host's
+
+
+def test_the_sandbox_dies_with_the_process_that_started_it(box: tuple[Path, SandboxPlan]) -> None:
+    """``--die-with-parent`` covers bubblewrap itself as well as its tree, which is why a sandboxed
+    spawn needs no ``setpriv --pdeathsig`` in front (``actors.session.child``)."""
+    _, plan = box
+    argv, _ = wrap(["/bin/sh", "-c", "echo started; exec sleep 600"], {}, plan)
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                               "subprocess.Popen(sys.argv[1:], start_new_session=True); time.sleep(600)", *argv],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == "started\n"  # the sandbox runs
+        sandboxed = psutil.Process(parent.pid).children(recursive=True)
+        assert any(p.name() == "sleep" for p in sandboxed), sandboxed
+    finally:
+        parent.kill()
+        parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
+    gone, alive = psutil.wait_procs(sandboxed, timeout=30)
+    assert alive == [], alive
 
 
 @pytest.fixture
