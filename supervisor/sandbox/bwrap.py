@@ -5,8 +5,9 @@ not root inside, and ``--cap-drop ALL`` leaves ``CapEff`` 0, so the read-only ro
 remounted), a new PID and IPC namespace and ``--die-with-parent``. No ``--new-session``: corral's
 spawn already starts bubblewrap in a new session without a controlling terminal
 (``supervisor.proc.spawn``), and the fresh ``/dev`` shows none of the host's terminals, so nothing
-inside can reach a terminal to ``TIOCSTI`` into; bubblewrap's second ``setsid`` cost 3–4 ms a
-spawn here (a new scheduler autogroup). Run the result in a new session. With ``net = "off"`` a
+inside can reach a terminal to ``TIOCSTI`` into; bubblewrap's second ``setsid`` (a new scheduler
+autogroup) cost up to a few milliseconds a spawn on a loaded machine. Run the result in a new
+session. With ``net = "off"`` a
 new network namespace too, with ``model`` the session's own (a shared one would expose the
 host's abstract Unix sockets).
 
