@@ -342,8 +342,8 @@ class SessionTable:
 
     async def _sandbox(self, info: SandboxInfo | None, driver: Driver) -> SandboxInfo | None:
         """``info`` with its ``effective`` backend here; ``sandbox_unavailable`` when its mode
-        cannot be honoured (``actors.sandboxing.settings.check``) or the harness's children are
-        not processes corral spawns (the native agent's workers are forked from its fork server)."""
+        cannot be honoured (``actors.sandboxing.settings.check``; for a native worker also
+        ``check_worker``) or the children run on another node."""
         if info is None:
             return None
         if self.opener is not None:
