@@ -79,6 +79,9 @@ class HarnessRequest(Data, kw_only=True, frozen=True):
     proxy_port: int | None = None
     """The proxy's loopback TCP port, under Landlock (no network namespace: the harness talks to
     the proxy directly, and may connect to that port only); None otherwise."""
+    proxy_join: list[str] = []
+    """Under bubblewrap, the argv prefix that enters the session's network namespace, where the
+    proxy listens on ``127.0.0.1:3128`` (``supervisor.sandbox.sandboxnet``); empty otherwise."""
 
 
 class Launch(Data, kw_only=True, frozen=True):

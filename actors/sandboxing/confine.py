@@ -27,17 +27,19 @@ class Confined(msgspec.Struct, kw_only=True, frozen=True):
     preexec: Callable[[], None] | None = None
 
 
-def confine(argv: list[str], env: dict[str, str], plan: SandboxPlan, effective: SandboxEffective) -> Confined:
-    """``argv`` with ``env`` confined by ``plan`` through ``effective``; raises
+def confine(argv: list[str], env: dict[str, str], plan: SandboxPlan, effective: SandboxEffective,
+            *, join: list[str] | None = None) -> Confined:
+    """``argv`` with ``env`` confined by ``plan`` through ``effective`` (``join``: the session's
+    network namespace, for bubblewrap with ``net = "model"``); raises
     ``landlock.LandlockError`` when the kernel refuses the ruleset."""
     if effective == "bwrap":
-        wrapped, new_env = wrap(argv, env, plan)
+        wrapped, new_env = wrap(argv, env, plan, join=join or ())
         return Confined(argv=wrapped, env=new_env)
     if effective == "landlock":
         changed: dict[str, str | None] = {**env, **plan.env}
         if plan.tmp_dir is not None:
             changed["TMPDIR"] = str(plan.tmp_dir)
-        if plan.net == "model":  # no namespace, no bridge: the proxy listens on proxy_port itself
+        if plan.net == "model":  # no namespace: the proxy listens on proxy_port itself
             changed.update(proxy_env(plan.proxy_port))
         return Confined(argv=list(argv), env=changed, preexec=landlock.preexec_hook(plan))
     return Confined(argv=list(argv), env=dict(env))

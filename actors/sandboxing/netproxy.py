@@ -2,15 +2,19 @@
 what the session's child requests learn of it.
 
 One per session that needs one (``SessionProxy.for_session``): a ``ProxyServer``
-(``supervisor.sandbox.proxy``) on ``<session dir>/proxy/proxy.sock``, whose directory bubblewrap
-binds read-only into the sandbox for the bridge, and — under Landlock, which has no network
-namespace — on a loopback TCP port too, the one port the Landlock rules let the harness connect
-to (the proxy variables point straight at it; no bridge runs). It runs under a one-child
+(``supervisor.sandbox.proxy``) on ``<session dir>/proxy/proxy.sock``. Under bubblewrap it also
+serves ``127.0.0.1:3128`` inside the session's own network namespace
+(``supervisor.sandbox.sandboxnet``: made once, before the harness, and held here; every spawn of
+the harness joins it, ``HarnessRequest.proxy_join``). Under Landlock, which has no network namespace — and for the
+native agent, whose worker keeps the host's network under either backend — it listens on a
+loopback TCP port too, the one port the Landlock rules let the harness (or the native agent's
+bash commands) connect to; the proxy variables point straight at it. It runs under a one-child
 ``one_for_one`` supervisor in the session actor's nursery, started before the harness's, so the
-first child generation finds it; a restart binds the same socket and port again. Should it not
-bind at all, or crash more than ``_INTENSITY`` times in ``_PERIOD`` seconds, the session is told
-with an ``error`` event (``sandbox.proxy_failed``, class ``network``) and its harness's
-connections fail from then on (the bridge answers ``502``); the session itself goes on.
+first child generation finds it; a restart binds the same socket and port again and serves the
+same namespace. Should it not bind at all (or the namespace not be made), or crash more than
+``_INTENSITY`` times in ``_PERIOD`` seconds, the session is told with an ``error`` event
+(``sandbox.proxy_failed``, class ``network``) and its harness's connections fail from then on
+(without a namespace a bubblewrap harness does not start); the session itself goes on.
 
 The allowlist is the harness's model endpoints (``modelhosts``) plus the session's
 ``allow_hosts``. A refused connection is ``announce``\\d as a ``sandbox`` event, rate-limited
@@ -33,8 +37,10 @@ from actors.sandboxing.modelhosts import model_hosts
 from actors.sandboxing.refusals import Refusals
 from protocol.errors import ActorGone, IntensityExceeded
 from protocol.events import Error, Event
+from supervisor.sandbox import BRIDGE_PORT
 from supervisor.sandbox.allowlist import Allowlist
 from supervisor.sandbox.proxy import ProxyServer
+from supervisor.sandbox.sandboxnet import SandboxNet, make_net
 from supervisor.tree import SupervisorSpec, supervise
 
 __all__ = ["SessionProxy", "allowlist_for"]
@@ -68,7 +74,7 @@ class SessionProxy:
     child request's ``proxy_socket`` (and, under Landlock, ``proxy_port``)."""
 
     def __init__(self, request: HarnessRequest, harness: str, driver: Driver | None, socket_path: Path,
-                 announce: Announce, *, tcp: bool) -> None:
+                 announce: Announce, *, tcp: bool, namespaced: bool = False) -> None:
         self.session_id = request.session_id
         self._announce = announce
         self.refusals = Refusals(announce)
@@ -76,6 +82,9 @@ class SessionProxy:
         self.server = ProxyServer(Allowlist(), self.refusals.refused, socket_path=socket_path, tcp=tcp,
                                   name=f"{self.session_id} proxy")
         """Its allowlist is filled in by ``supervise`` (it may read Codex's config: a thread)."""
+        self._namespaced = namespaced
+        self.net: SandboxNet | None = None
+        """The session's network namespace (bubblewrap), held while ``supervise`` runs."""
 
     @classmethod
     def for_session(cls, request: HarnessRequest, harness: str, driver: Driver | None,
@@ -85,7 +94,12 @@ class SessionProxy:
         if sandbox is None or sandbox.net != "model":
             return None
         socket_path = Path(request.work_dir).parent / "proxy" / "proxy.sock"
-        return cls(request, harness, driver, socket_path, announce, tcp=sandbox.effective == "landlock")
+        # A TCP port too where the child shares the host's network: under Landlock, and for a
+        # native worker, whose bash commands reach the proxy through Landlock's TCP rules.
+        native = getattr(driver, "spawn", None) is not None
+        tcp = sandbox.effective == "landlock" or native
+        return cls(request, harness, driver, socket_path, announce, tcp=tcp,
+                   namespaced=sandbox.effective == "bwrap" and not native)
 
     async def supervise(self, *, task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the proxy's supervisor until cancelled (ready once the proxy listens)."""
@@ -97,6 +111,14 @@ class SessionProxy:
             return allowlist_for(*self._allowing)
 
         self.server.allowlist = await trio.to_thread.run_sync(prepare)
+        if self._namespaced and directory is not None:
+            try:
+                self.net = await make_net(directory, BRIDGE_PORT, name=f"session:{self.session_id}")
+            except OSError as exc:  # NetUnavailable: the harness cannot start confined, its spawn says so
+                task_status.started(None)
+                await self._failed(f"its network namespace cannot be made: {exc}", exc)
+                return
+            self.server.inside = self.net.listener
         async with trio.open_nursery() as nursery:
             await nursery.start(self.refusals.run)
             try:
@@ -109,6 +131,10 @@ class SessionProxy:
                 await self._failed(f"it cannot listen: {exc.strerror or exc}", exc)
             finally:
                 nursery.cancel_scope.cancel()
+                if self.net is not None:
+                    self.server.inside = None
+                    self.net.close()
+                    self.net = None
 
     def attach(self, request: HarnessRequest) -> HarnessRequest:
         """``request`` pointing at this proxy (``proxy_port``: the TCP port, under Landlock; a
@@ -117,7 +143,8 @@ class SessionProxy:
         if confinement is not None:
             confinement = msgspec.structs.replace(confinement, proxy_port=self.server.tcp_port)
         return msgspec.structs.replace(request, proxy_socket=str(self.server.socket_path),
-                                       proxy_port=self.server.tcp_port, confinement=confinement)
+                                       proxy_port=self.server.tcp_port, confinement=confinement,
+                                       proxy_join=self.net.join() if self.net is not None else [])
 
     async def _failed(self, why: str, exc: Exception) -> None:
         log.warning("session %s: its sandbox proxy is down: %s", self.session_id, exc)

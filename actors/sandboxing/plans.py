@@ -16,13 +16,14 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Literal
 
 from actors.harness import HarnessRequest, Launch
 from actors.sandboxing.gitrules import git_rules
 from actors.sandboxing.profiles import session_parts, state_paths
 from protocol.confinement import Confinement
-from protocol.sandbox import SandboxInfo
-from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, void_file
+from protocol.sandbox import SandboxEffective, SandboxInfo
+from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, landlock, void_file
 
 __all__ = ["build_plan", "confinement_of"]
 
@@ -52,15 +53,27 @@ def build_plan(request: HarnessRequest, launch: Launch, info: SandboxInfo, *, ha
         void=void_file(void_dir))
 
 
-def confinement_of(plan: SandboxPlan) -> Confinement:
-    """``plan`` as the native worker's ``start`` carries it (it confines itself with Landlock)."""
+def confinement_of(plan: SandboxPlan, *, effective: SandboxEffective = "landlock",
+                   landlock_enabled: bool = True) -> Confinement:
+    """``plan`` as the native worker's ``start`` carries it: it confines itself with Landlock
+    (under bubblewrap too, on top, where the kernel has it and ``landlock_enabled``)."""
     def strings(paths: Iterable[Path]) -> list[str]:
         return [str(path) for path in paths]
 
+    inside: Literal["landlock", "bwrap"] = "bwrap" if effective == "bwrap" else "landlock"
+    lays = inside == "landlock" or (landlock_enabled and landlock.abi() >= 1)
     return Confinement(cwd=str(plan.cwd), read_only=strings(plan.read_only), writable=strings(plan.writable),
                        protected=strings(plan.protected), masked=strings(plan.masked),
-                       hidden=strings(plan.hidden), tmp_dir=str(plan.tmp_dir) if plan.tmp_dir else None,
-                       net=plan.net)
+                       hidden=strings(plan.hidden), tmp_dir=_tmp_inside(plan, inside),
+                       net=plan.net, effective=inside, landlock=lays)
+
+
+def _tmp_inside(plan: SandboxPlan, inside: str) -> str | None:
+    """The worker's temporary directory: bubblewrap's private ``/tmp`` (the session directory
+    that holds ``plan.tmp_dir`` is masked in there), else the plan's own."""
+    if inside == "bwrap":
+        return "/tmp" if plan.tmp else None
+    return str(plan.tmp_dir) if plan.tmp_dir else None
 
 
 def _runtime(launch: Launch, env: Mapping[str, str]) -> list[Path]:

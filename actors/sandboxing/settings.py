@@ -17,9 +17,9 @@ from actors.sandboxing.config import SandboxConfig
 from protocol.errors import BadRequest, SandboxUnavailable
 from protocol.sandbox import SandboxInfo, SandboxOptions
 from supervisor.sandbox.allowlist import parse_host_port
-from supervisor.sandbox.available import Unavailable, available
+from supervisor.sandbox.available import Unavailable, available, landlock_problem
 
-__all__ = ["check", "requested", "resolve"]
+__all__ = ["check", "check_worker", "requested", "resolve"]
 
 
 def requested(options: dict[str, Any]) -> SandboxOptions:
@@ -60,6 +60,20 @@ def check(info: SandboxInfo, config: SandboxConfig, *, path: str | None = None) 
         raise SandboxUnavailable(f"sandbox mode {info.mode!r} is unavailable here: {found}",
                                  data={"mode": info.mode, "net": info.net})
     return msgspec.structs.replace(info, effective=found)
+
+
+def check_worker(info: SandboxInfo, config: SandboxConfig, *, harness: str) -> None:
+    """``SandboxUnavailable`` when a native worker cannot be held as ``info`` (checked) says.
+    Under bubblewrap the worker keeps the host's network (it calls its model), so its bash
+    commands reach the session's proxy (``net = "model"``) through Landlock's TCP rules: those
+    must be there. (``off`` needs no Landlock: each command gets an empty network namespace.)"""
+    if info.effective != "bwrap" or info.net != "model":
+        return
+    problem = landlock_problem(info.net, config.landlock)
+    if problem is not None:
+        raise SandboxUnavailable(
+            f"the {harness} harness's bash commands reach the sandbox's proxy through Landlock's "
+            f"TCP rules, and {problem}", data={"harness": harness, "mode": info.mode, "net": info.net})
 
 
 def _absolute(path: str, field: str) -> str:

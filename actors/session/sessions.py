@@ -31,8 +31,9 @@ import msgspec
 import trio
 
 from actors.harness import Driver, HarnessRequest
+from actors.sandboxing.config import SandboxConfig
 from actors.sandboxing.plans import build_plan, confinement_of
-from actors.sandboxing.settings import check, resolve
+from actors.sandboxing.settings import check, check_worker, resolve
 from actors.session.deps import SessionDeps
 from actors.session.drivers import detect_all, driver_of
 from actors.session.availability import check_available, refuse_if_not_here
@@ -150,7 +151,7 @@ class SessionTable:
         )
         driver.translator(harness_request)  # validates the options
         await check_available(driver, options)
-        harness_request = await _confined(driver, harness_request)
+        harness_request = await _confined(driver, harness_request, self.config.sandbox)
         frame_log = open_frame_log(options.get("log_path"), cwd=request.cwd, state_dir=self.state_dir,
                                    session_dir=directory)
         sessions = self.config.sessions
@@ -238,7 +239,7 @@ class SessionTable:
         )
         driver.translator(harness_request)  # validates the options
         await check_available(driver, options)
-        harness_request = await _confined(driver, harness_request)
+        harness_request = await _confined(driver, harness_request, self.config.sandbox)
         frame_log = reopen_frame_log(options.get("log_path"), meta.cwd, self.state_dir, directory)
         sessions = self.config.sessions
         meta = msgspec.structs.replace(meta, state="starting", closed_reason=None)
@@ -307,8 +308,8 @@ class SessionTable:
 
     async def _sandbox(self, info: SandboxInfo | None, driver: Driver) -> SandboxInfo | None:
         """``info`` with its ``effective`` backend here; ``sandbox_unavailable`` when its mode
-        cannot be honoured (``actors.sandboxing.settings.check``) or the harness's children are
-        not processes corral spawns (the native agent's workers are forked from its fork server)."""
+        cannot be honoured (``actors.sandboxing.settings.check``; for a native worker also
+        ``check_worker``) or the children run on another node."""
         if info is None:
             return None
         if self.opener is not None:
@@ -317,20 +318,14 @@ class SessionTable:
             raise SandboxUnavailable(
                 "sandboxed sessions run on the local placement backend only "
                 "([placement] backend is not \"local\")", data={"placement": "remote"})
+        checked = await trio.to_thread.run_sync(functools.partial(check, info, self.config.sandbox))
         if getattr(driver, "spawn", None) is not None:
-            # A worker forked by the fork server confines itself, with Landlock (inside which no
-            # bubblewrap can mount); its own model calls keep the network, its bash commands get
-            # ``net`` (``model``: the session's proxy on its loopback port, netproxy).
-            if info.mode == "bwrap":
-                raise SandboxUnavailable(
-                    f"the {driver.name} harness is confined with Landlock (asked: mode {info.mode!r})",
-                    data={"harness": driver.name})
-            checked = await trio.to_thread.run_sync(functools.partial(
-                check, msgspec.structs.replace(info, mode="landlock"), self.config.sandbox))
-            return msgspec.structs.replace(checked, mode=info.mode)
-        config = self.config.sandbox
-        return await trio.to_thread.run_sync(functools.partial(
-            check, info, config))
+            # A native worker: exec'd inside bubblewrap, or forked and confining itself with
+            # Landlock. Its own model calls keep the host's network; its bash commands get ``net``
+            # (``model``: the session's proxy on its loopback port, through Landlock's TCP rules).
+            await trio.to_thread.run_sync(functools.partial(
+                check_worker, checked, self.config.sandbox, harness=driver.name))
+        return checked
 
     async def _run_session(self, session: Session, *,
                            task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
@@ -380,16 +375,18 @@ class SessionTable:
         return await detect_all(self.drivers, models=models)
 
 
-async def _confined(driver: Driver, request: HarnessRequest) -> HarnessRequest:
+async def _confined(driver: Driver, request: HarnessRequest, config: SandboxConfig) -> HarnessRequest:
     """``request`` with its ``confinement`` when it is sandboxed and its driver's children
-    confine themselves (the native workers); other children are confined as they are spawned."""
+    confine themselves (the native workers: under bubblewrap too, for their bash commands' network
+    and Landlock on top); other children are confined as they are spawned."""
     if request.sandbox is None or getattr(driver, "spawn", None) is None:
         return request
     sandbox = request.sandbox
     plan = await trio.to_thread.run_sync(functools.partial(
         build_plan, request, driver.launch(request), sandbox, harness=driver.name,
         masks=request.sandbox_masks))
-    return msgspec.structs.replace(request, confinement=confinement_of(plan))
+    confinement = confinement_of(plan, effective=sandbox.effective, landlock_enabled=config.landlock)
+    return msgspec.structs.replace(request, confinement=confinement)
 
 
 async def _session_class() -> type[Session]:

@@ -8,7 +8,6 @@ import typing
 
 from supervisor.lazy import lazy_exports
 from supervisor.sandbox.plan import BRIDGE_PORT as BRIDGE_PORT
-from supervisor.sandbox.plan import PROXY_DIR_INSIDE as PROXY_DIR_INSIDE
 from supervisor.sandbox.plan import SandboxPlan as SandboxPlan
 from supervisor.sandbox.plan import void_file as void_file
 

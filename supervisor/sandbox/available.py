@@ -2,7 +2,8 @@
 
 ``bwrap`` needs a ``bwrap`` on ``PATH`` that can make a user namespace here (some hosts forbid
 unprivileged ones, some containers any); that is checked once by running it (a few ms), and the
-verdict is cached per program. ``landlock`` needs a kernel with Landlock (ABI ≥ 1), ABI ≥ 4
+verdict is cached per program. With ``net = "model"`` it needs util-linux's ``unshare`` (2.38+:
+``--map-current-user``) and ``nsenter`` too, for the session's own network namespace. ``landlock`` needs a kernel with Landlock (ABI ≥ 1), ABI ≥ 4
 when the network is confined (TCP rules), and ``[sandbox] landlock`` not turned off. ``auto``
 takes bubblewrap where it works, else Landlock. ``off`` is always available.
 """
@@ -17,7 +18,7 @@ from typing import Literal
 from supervisor.sandbox import landlock
 from supervisor.sandbox.plan import NetMode
 
-__all__ = ["Effective", "Mode", "Unavailable", "available", "bwrap_problem"]
+__all__ = ["Effective", "Mode", "Unavailable", "available", "bwrap_problem", "join_problem", "landlock_problem"]
 
 Mode = Literal["off", "auto", "bwrap", "landlock"]
 Effective = Literal["bwrap", "landlock", "off"]
@@ -35,11 +36,13 @@ def available(mode: Mode, *, net: NetMode = "on", landlock_enabled: bool = True,
         return "off"
     if mode in ("bwrap", "auto"):
         problem = bwrap_problem(path)
+        if problem is None and net == "model":
+            problem = join_problem(path)
         if problem is None:
             return "bwrap"
         if mode == "bwrap":
             return Unavailable(problem)
-    problem = _landlock_problem(net, landlock_enabled)
+    problem = landlock_problem(net, landlock_enabled)
     if problem is None:
         return "landlock"
     if mode == "auto":
@@ -59,7 +62,7 @@ def bwrap_problem(path: str | None = None) -> str | None:
 def _probe(program: str) -> str | None:
     """Run ``program`` as the sandboxes will (a user namespace, no capabilities) around ``true``."""
     argv = [program, "--unshare-user", "--unshare-pid", "--cap-drop", "ALL", "--die-with-parent",
-            "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"]
+            "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -70,7 +73,30 @@ def _probe(program: str) -> str | None:
     return None
 
 
-def _landlock_problem(net: NetMode, enabled: bool) -> str | None:
+def join_problem(path: str | None = None) -> str | None:
+    """Why a session's network namespace cannot be made and joined here (``net = "model"`` under
+    bubblewrap: ``supervisor.sandbox.sandboxnet``), or None when it can."""
+    found = [shutil.which(tool, path=path) for tool in ("unshare", "nsenter")]
+    if None in found:
+        return "util-linux's unshare and nsenter are not both on PATH"
+    return _probe_unshare(str(found[0]))
+
+
+@functools.cache
+def _probe_unshare(program: str) -> str | None:
+    argv = [program, "--user", "--map-current-user", "--keep-caps", "--net", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unshare ({program}) does not run: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return f"unshare ({program}) cannot make a network namespace here: {said[-1] if said else done.returncode}"
+    return None
+
+
+def landlock_problem(net: NetMode, enabled: bool) -> str | None:
+    """Why Landlock cannot confine a process with ``net`` here, or None when it can."""
     if not enabled:
         return "Landlock is turned off ([sandbox] landlock = false)"
     version = landlock.abi()

@@ -17,9 +17,9 @@ The model is "everything read-only, some things writable, some things invisible"
   config, the refs of other branches);
 * ``hidden``: ``deny_read`` — invisible and unreadable, applied last so they win over everything.
 
-``net`` is ``on`` (the host's network namespace), ``off`` (none) or ``model``: under bubblewrap a
-new namespace whose only way out is the daemon's proxy on ``proxy_socket``, reached through a
-bridge on ``127.0.0.1:proxy_port`` inside; under Landlock the proxy's own loopback port
+``net`` is ``on`` (the host's network namespace), ``off`` (none) or ``model``: under bubblewrap the
+session's own namespace, whose only way out is the daemon's proxy listening on
+``127.0.0.1:proxy_port`` inside (``sandboxnet``); under Landlock the proxy's own loopback port
 ``proxy_port``, the one TCP port the rules let the process connect to. ``env`` is applied to the child's environment (``None``
 removes a variable).
 """
@@ -31,17 +31,13 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["BRIDGE_PORT", "PROXY_DIR_INSIDE", "NetMode", "SandboxPlan"]
+__all__ = ["BRIDGE_PORT", "NetMode", "SandboxPlan"]
 
 NetMode = Literal["on", "model", "off"]
 
 BRIDGE_PORT = 3128
-"""The port the in-sandbox bridge listens on under bubblewrap (its own network namespace, so
+"""The port the proxy listens on inside a bubblewrap sandbox's network namespace (its own, so
 any port is free); under Landlock the daemon picks a free one on the host's loopback."""
-
-PROXY_DIR_INSIDE = "/tmp/.corral-proxy"
-"""Where the directory of the daemon's proxy socket appears inside a bubblewrap sandbox (in its
-private ``/tmp``, where bubblewrap can make the mount point)."""
 
 
 class SandboxPlan(msgspec.Struct, kw_only=True, frozen=True):
@@ -62,8 +58,7 @@ class SandboxPlan(msgspec.Struct, kw_only=True, frozen=True):
     """Landlock's stand-in for a private ``/tmp``: writable, and ``TMPDIR`` inside points to it."""
     net: NetMode = "on"
     proxy_socket: Path | None = None
-    """The session's proxy (``net = "model"``): a Unix socket whose directory is bound into the
-    sandbox (bubblewrap)."""
+    """The session's proxy (``net = "model"``): its Unix socket (neither backend binds it in)."""
     proxy_port: int = BRIDGE_PORT
     env: dict[str, str | None] = {}
     void: Path | None = None

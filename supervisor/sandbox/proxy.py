@@ -1,9 +1,9 @@
 """The daemon-side allowlist proxy of one sandboxed session (``net = "model"``).
 
-What it owns: a Unix socket (bound into the session's sandbox, where the bridge relays
-``127.0.0.1:PORT`` to it) and, where asked, a loopback TCP port (Landlock mode has no network
+What it owns: a Unix socket and, where asked, a loopback TCP port (Landlock mode has no network
 namespace: the sandboxed process talks to the proxy directly, and Landlock lets it connect to
-that one port). It takes ``CONNECT host:port`` (tunnels) and absolute-form ``http://`` requests
+that one port). What it serves without owning: ``inside``, the listener on ``127.0.0.1:PORT`` in
+a bubblewrap session's own network namespace (``sandboxnet``), which outlives its restarts. It takes ``CONNECT host:port`` (tunnels) and absolute-form ``http://`` requests
 (forwarded, rewritten to origin-form with ``Connection: close``; ``httphead``), and answers
 ``403`` to a host outside the allowlist and reports that refusal through ``on_denied(host, port)``.
 
@@ -15,7 +15,8 @@ is closed. Each connection is one task in the server's nursery; a peer that goes
 connection only, while an error nobody mapped crashes the proxy, which its supervisor then
 restarts. The proxy is a supervised child
 (``ProxyServer.child_spec``: ``permanent``, short shutdown): a restart binds the same socket path
-and the same TCP port again, because the sandbox's mounts and environment name them.
+and the same TCP port again, because the sandbox's environment names them, and serves ``inside``
+again.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ class ProxyServer:
         self.name = name
         self.tcp_port: int | None = 0 if tcp else None
         """``0`` until the first bind picks a port; a restart binds that port again."""
+        self.inside: _stdsocket.socket | None = None
+        """A listening socket made elsewhere that it serves too, and never closes: a sandbox's
+        ``127.0.0.1:PORT`` in its own network namespace (``supervisor.sandbox.sandboxnet``)."""
         self._on_denied = on_denied
         self._slots = trio.Semaphore(self.limits.max_connections)
         self._counts = dict.fromkeys(("accepted", "tunnels", "forwarded", "denied", "bad",
@@ -112,6 +116,8 @@ class ProxyServer:
                 tcp = await _tcp_listener(self.tcp_port)
                 self.tcp_port = tcp.socket.getsockname()[1]
                 listeners.append(tcp)
+            if self.inside is not None:  # a copy: closing it on the way out leaves the original
+                listeners.append(trio.SocketListener(trio.socket.from_stdlib_socket(self.inside.dup())))
             async with trio.open_nursery() as nursery:
                 for listener in listeners:
                     nursery.start_soon(self._accept, listener, nursery)

@@ -7,7 +7,8 @@ Paths, each timed from the spawn to the reaped exit status:
 
 * **plain**: no sandbox (the reference, measured in the same run);
 * **bwrap**: bubblewrap with the plan a session gets (user namespace, no capabilities, read-only
-  root, private ``/tmp``, a writable cwd), ``net = "on"``;
+  root, private ``/tmp``, a writable cwd), ``net = "on"``, without ``setpriv`` in front (as a
+  session spawns it: bubblewrap gives itself the parent-death signal);
 * **bwrap+netns**: the same with its own network namespace (``net = "off"``);
 * **landlock**: Landlock rules enforced in the child before its exec (a full ``fork``).
 
@@ -36,7 +37,10 @@ from supervisor.sandbox import SandboxPlan, landlock, wrap
 
 
 async def _once(argv: list[str], env: dict[str, str | None], confine: Callable[[], None] | None) -> float:
-    spec = ProcessSpec(key="bench", argv=argv, env=env, framing="raw", shutdown=5.0)
+    # as a session spawns it: bubblewrap sets its own parent-death signal (no setpriv in front)
+    bwrap = argv[0].endswith("bwrap")
+    spec = ProcessSpec(key="bench", argv=argv, env=env, framing="raw", shutdown=5.0,
+                       death_signal=None if bwrap else "SIGTERM")
     spawner = None if confine is None else functools.partial(spawn, confine=confine)
     started = time.perf_counter()
     async with open_child(spec, spawner=spawner) as child:

@@ -1,16 +1,17 @@
 """The sandbox's network with real vendor CLIs under real bubblewrap, offline.
 
-Claude Code and Codex run sandboxed with ``net = "model"`` (bubblewrap: a network namespace of
-their own, the bridge on ``127.0.0.1:3128`` inside, the session's proxy outside; Claude under
+Claude Code and Codex run sandboxed with ``net = "model"`` (bubblewrap: the session's network
+namespace, joined by each spawn, where the session's proxy listens on ``127.0.0.1:3128``; Claude under
 Landlock too: the proxy's own loopback port, the one its TCP rules allow) against the fake
 model servers of this test process on 127.0.0.1. Each completes a tool turn, so every model
 request went through the proxy (nothing else leads out of the namespace); the tool command then
 tries another local port, through the proxy (refused: ``403``, logged as a ``sandbox`` event)
 and directly (refused by the empty namespace, and the port saw no connection at all).
 
-The native agent's worker keeps its own network (it calls its model); its ``bash`` commands get
-the session's proxy under Landlock: an ``allow_hosts`` server answers through it, another port
-is refused (``403``, logged) and a direct connection meets ``EACCES``.
+The native agent's worker keeps its own network (it calls its model), under bubblewrap as under
+Landlock; its ``bash`` commands get the session's proxy through Landlock's TCP rules: an
+``allow_hosts`` server answers through it, another port is refused (``403``, logged) and a direct
+connection meets ``EACCES``.
 
 Skipped when a CLI is not installed, unless ``CI`` is set (then it fails), and without a
 bubblewrap that can make a sandbox here.
@@ -110,8 +111,9 @@ _DIRECT = {"bwrap": "direct: 111", "landlock": "direct: 13"}
 (``ECONNREFUSED``); Landlock's TCP rules refuse any port but the proxy's (``EACCES``)."""
 
 
-def _check_refusal(events: list[Frame], output: str, other: Other, info: Frame, mode: str = "bwrap") -> None:
-    assert "proxied: 403" in output and _DIRECT[mode] in output, output
+def _check_refusal(events: list[Frame], output: str, other: Other, info: Frame, mode: str = "bwrap",
+                   direct: str | None = None) -> None:
+    assert "proxied: 403" in output and (direct or _DIRECT[mode]) in output, output
     assert of(events, "sandbox") == [
         {"type": "sandbox", "kind": "network", "host": "127.0.0.1", "port": other.port, "decision": "denied",
          "count": 1}]
@@ -172,7 +174,10 @@ async def test_codex_reaches_only_its_model(tmp_path: Path) -> None:
                 _check_refusal(events, _said_by_tool(events), other, await rig.info())
 
 
-async def test_native_bash_reaches_only_allow_hosts_through_the_proxy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
+async def test_native_bash_reaches_only_allow_hosts_through_the_proxy(tmp_path: Path, mode: str) -> None:
+    """The worker (under bubblewrap: exec'd inside it, sharing the host's network) calls its model
+    itself; its bash commands reach the proxy's loopback port alone (Landlock's TCP rules)."""
     if landlock.abi() < 4:
         pytest.skip("needs Landlock with TCP rules (ABI 4)")
     allowed = Other(answer=b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nREACHED")
@@ -186,11 +191,12 @@ async def test_native_bash_reaches_only_allow_hosts_through_the_proxy(tmp_path: 
                        say("probed"))
             params = native_params(tmp_path, "openai", port)
             params["options"] = {**params["options"], "sandbox": {
-                "mode": "auto", "net": "model", "allow_hosts": [f"127.0.0.1:{allowed.port}"]}}
+                "mode": mode, "net": "model", "allow_hosts": [f"127.0.0.1:{allowed.port}"]}}
             async with daemon_session(tmp_path / "state", params, timeout=TIMEOUT, ready=is_kind("init")) as rig:
                 fetched = await rig.turn("fetch")
                 assert _said_by_tool(fetched).startswith("REACHED\n") and allowed.connections == 1
                 assert of(fetched, "sandbox") == []
                 events = await rig.turn("probe the other port")
-                _check_refusal(events, _said_by_tool(events), other, await rig.info(), "landlock")
+                _check_refusal(events, _said_by_tool(events), other, await rig.info(), mode,
+                               direct=_DIRECT["landlock"])
             nursery.cancel_scope.cancel()

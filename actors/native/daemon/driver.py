@@ -10,7 +10,8 @@
   (``options.resume`` with a native session id), the ``[native]`` context settings and
   ``[native.compaction]``.
 * ``spawn``: the session's spawn hook (``actors.harness``): the worker is forked from the
-  daemon's fork server (``forkservice.ForkServer``) when the driver has one, else exec'd; either
+  daemon's fork server (``forkservice.ForkServer``) when the driver has one and the argv is the
+  worker's own (a sandboxed worker's is wrapped in bubblewrap), else exec'd; either
   way it is an ``open_child`` process child (ledger, group close, exit status), whose asks
   (MCP tools, diagnostics) the driver's ``services`` answer (``actors.native.daemon.asks``) without
   the session seeing them. With ``services`` the ``start`` frame says ``daemon_tools``.
@@ -53,6 +54,9 @@ HARNESS = "native"
 FEATURES = Features(steer=True, resume=True, permissions=True, interrupt=True, set_model=True)
 """What a native session can do, statically (``detect`` adds the providers)."""
 
+WORKER_ARGV = [sys.executable, "-m", "actors.native"]
+"""The worker's command line; only a spawn of exactly this is forked by the fork server."""
+
 SESSION_ENV = "CORRAL_SESSION_ID"
 """The worker's environment variable naming its session (how ``spawn`` knows whose asks)."""
 
@@ -85,7 +89,7 @@ class NativeDriver:
 
     def launch(self, request: HarnessRequest) -> Launch:
         """The worker's argv, env and cwd. Pure."""
-        return Launch(argv=[sys.executable, "-m", "actors.native"],
+        return Launch(argv=list(WORKER_ARGV),
                       env={**request.env, SESSION_ENV: request.session_id},
                       cwd=str(NATIVE_ROOT), framing="length_prefix")
 
@@ -95,7 +99,8 @@ class NativeDriver:
         """The worker as a process child, forked by the fork server if there is one (or opened
         by a placement backend's ``opener`` on a node: exec'd there), with its asks answered by
         ``services``."""
-        spawner = self._forks.spawn if self._forks is not None else None
+        forkable = list(spec.argv) == WORKER_ARGV  # a wrapped argv (bubblewrap) is exec'd
+        spawner = self._forks.spawn if self._forks is not None and forkable else None
         session_id = spec.env.get(SESSION_ENV) or ""
         opened = (open_child(spec, ledger=ledger, spawner=spawner) if opener is None
                   else opener(spec, ledger))

@@ -7,6 +7,12 @@ worker starts afterwards inherits the rules. With ``net`` other than ``on`` it r
 ``preexec_fn`` that each bash command gets on top (the TCP rules). Landlock holds the thread
 that enforces it and what it starts afterwards: a worker with a second thread already running
 is refused (``ConfinementFailed``), never left half confined.
+
+Under bubblewrap (``effective = "bwrap"``) the worker was started inside the session's mounts,
+which already hold it and everything it starts; the Landlock ruleset is laid on top when
+``confinement.landlock``. A bash command with ``net = "off"`` then gets an empty network
+namespace of its own (``supervisor.sandbox.netns``: no TCP, UDP nor abstract Unix socket leads
+out), with ``model`` the TCP rules as under Landlock (the proxy's loopback port alone).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from protocol.native import Confinement
-from supervisor.sandbox import SandboxPlan, landlock
+from supervisor.sandbox import SandboxPlan, landlock, netns
 
 __all__ = ["ConfinementFailed", "confine", "shell_env"]
 
@@ -29,7 +35,7 @@ def confine(confinement: Confinement) -> Callable[[], None] | None:
     """Confine this process per ``confinement``; the bash commands' extra ``preexec_fn`` (for
     ``net`` other than ``on``) or None. Raises ``ConfinementFailed``."""
     threads = len(os.listdir("/proc/self/task"))
-    if threads != 1:
+    if threads != 1 and confinement.landlock:
         raise ConfinementFailed(f"the worker runs {threads} threads; Landlock would hold only one")
     plan = SandboxPlan(
         cwd=Path(confinement.cwd), read_only=_paths(confinement.read_only),
@@ -41,9 +47,9 @@ def confine(confinement: Confinement) -> Callable[[], None] | None:
     if confinement.net == "model" and confinement.proxy_port is None:
         raise ConfinementFailed("net = 'model' without the session's proxy port")
     try:
-        shell = None if confinement.net == "on" else landlock.net_hook(
-            confinement.net, confinement.proxy_port or 0)
-        landlock.restrict(plan)
+        shell = _shell_hook(confinement)
+        if confinement.landlock:
+            landlock.restrict(plan)
     except OSError as exc:
         raise ConfinementFailed(f"Landlock refused the sandbox: {exc}") from exc
     if confinement.tmp_dir:
@@ -61,6 +67,17 @@ def shell_env(confinement: Confinement | None) -> dict[str, str] | None:
     env = {k: v for k, v in os.environ.items() if k not in ("NO_PROXY", "no_proxy")}
     env.update(dict.fromkeys(("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"), url))
     return env
+
+
+def _shell_hook(confinement: Confinement) -> Callable[[], None] | None:
+    """What each bash command gets on top of the worker's own confinement (see the module)."""
+    if confinement.net == "on":
+        return None
+    if confinement.effective == "bwrap" and confinement.net == "off":
+        if not netns.works():
+            raise ConfinementFailed("bash commands cannot get a network namespace of their own here")
+        return netns.empty_net_hook()
+    return landlock.net_hook(confinement.net, confinement.proxy_port or 0)
 
 
 def _paths(items: list[str]) -> tuple[Path, ...]:

@@ -36,7 +36,7 @@ def test_only_a_sandboxed_net_model_session_gets_a_proxy(tmp_path: Path) -> None
     assert SessionProxy.for_session(unconfined, "claude", None, _nothing) is None
     proxy = SessionProxy.for_session(_request(tmp_path), "claude", None, _nothing)
     assert proxy is not None and proxy.server.socket_path == tmp_path / "proxy" / "proxy.sock"
-    assert proxy.server.tcp_port is None  # bubblewrap: the bridge reaches the socket
+    assert proxy.server.tcp_port is None  # bubblewrap: it serves the session's namespace instead
     landlock = SessionProxy.for_session(_request(tmp_path, effective="landlock"), "claude", None, _nothing)
     assert landlock is not None and landlock.server.tcp_port == 0  # bound when it starts
 
@@ -58,6 +58,25 @@ async def test_a_child_request_names_the_socket_and_under_landlock_the_port(tmp_
         assert attached.proxy_socket == str(tmp_path / "proxy" / "proxy.sock")
         assert attached.proxy_port == proxy.server.tcp_port and attached.proxy_port
         nursery.cancel_scope.cancel()
+
+
+async def test_under_bubblewrap_a_child_request_joins_the_namespace_the_proxy_serves(tmp_path: Path) -> None:
+    """The namespace is made before the harness and held while the proxy runs: each spawn's
+    ``proxy_join`` enters it, where ``127.0.0.1:3128`` is the proxy's own listener."""
+    from supervisor.sandbox import BRIDGE_PORT
+
+    proxy = SessionProxy.for_session(_request(tmp_path), "fake", None, _nothing)
+    assert proxy is not None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(proxy.supervise)
+        assert proxy.net is not None and proxy.server.inside is proxy.net.listener
+        assert proxy.net.listener.getsockname() == ("127.0.0.1", BRIDGE_PORT)
+        attached = proxy.attach(_request(tmp_path))
+        assert attached.proxy_join == proxy.net.join() and attached.proxy_join[0].endswith("nsenter")
+        nursery.cancel_scope.cancel()
+    assert proxy.net is None  # closed with the proxy
+    landlock = SessionProxy.for_session(_request(tmp_path, effective="landlock"), "fake", None, _nothing)
+    assert landlock is not None and landlock.attach(_request(tmp_path, effective="landlock")).proxy_join == []
 
 
 async def test_a_refusal_is_announced_as_a_sandbox_event(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from actors.sandboxing.config import SandboxConfig
-from actors.sandboxing.settings import check, resolve
+from actors.sandboxing.settings import check, check_worker, resolve
 from protocol.errors import BadRequest, SandboxUnavailable
 from protocol.sandbox import SandboxInfo
 from supervisor.sandbox import landlock
@@ -54,3 +54,34 @@ def test_no_bwrap_and_landlock_off_is_unavailable(tmp_path: Path) -> None:
         assert check(info, SandboxConfig(), path=str(tmp_path)).effective == "landlock"
     if shutil.which("bwrap"):
         assert check(info, SandboxConfig()).effective == "bwrap"
+
+
+def _info(effective: str, net: str) -> SandboxInfo:
+    return SandboxInfo(mode="auto", effective=effective, net=net)  # type: ignore[arg-type]
+
+
+def test_a_native_worker_under_bwrap_needs_landlock_only_for_net_model() -> None:
+    """Its bash commands reach the proxy through Landlock's TCP rules; ``off`` is a namespace."""
+    off = SandboxConfig(landlock=False)
+    with pytest.raises(SandboxUnavailable, match="Landlock is turned off"):
+        check_worker(_info("bwrap", "model"), off, harness="native")
+    check_worker(_info("bwrap", "off"), off, harness="native")
+    check_worker(_info("bwrap", "on"), off, harness="native")
+    if landlock.abi() >= 4:
+        check_worker(_info("bwrap", "model"), SandboxConfig(), harness="native")
+
+
+def test_bwrap_with_net_model_needs_unshare_and_nsenter(tmp_path: Path) -> None:
+    """The session's network namespace is made with util-linux's ``unshare`` and joined with its
+    ``nsenter``: a PATH with bubblewrap alone serves ``off`` but not ``model``."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.skip("needs bubblewrap")
+    (tmp_path / "bwrap").symlink_to(bwrap)
+    only = str(tmp_path)
+    assert check(SandboxInfo(mode="bwrap", effective="off", net="off"), SandboxConfig(), path=only).effective == "bwrap"
+    with pytest.raises(SandboxUnavailable, match="unshare and nsenter"):
+        check(SandboxInfo(mode="bwrap", effective="off", net="model"), SandboxConfig(), path=only)
+    if landlock.abi() >= 4:  # auto falls back to Landlock
+        auto = SandboxInfo(mode="auto", effective="off", net="model")
+        assert check(auto, SandboxConfig(), path=only).effective == "landlock"

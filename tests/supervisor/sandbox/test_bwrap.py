@@ -14,10 +14,12 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from supervisor.sandbox import SandboxPlan, void_file, wrap
@@ -30,7 +32,9 @@ def _run(plan: SandboxPlan, script: str, *, user: str | None = None) -> subproce
     if user is not None:
         argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *argv]
     merged = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=merged, check=False)
+    # in a new session, as corral's spawn starts every child (``wrap`` relies on it)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=merged, check=False,
+                          start_new_session=True)
 
 
 @pytest.fixture
@@ -67,6 +71,38 @@ def test_a_writable_dir_under_tmp_survives_the_private_tmp_and_hidden_paths_win(
     assert (work / "made").read_text() == "in\n"
     assert "s3cr3t" not in done.stdout and "t0ken" not in done.stdout
     assert (work / "token").read_text() == "t0ken" and not (work / ".env" / "new").exists()
+
+
+def test_no_terminal_is_reachable_to_inject_into(box: tuple[Path, SandboxPlan]) -> None:
+    """No controlling terminal (the spawn's new session) and none of the host's terminals in the
+    fresh ``/dev``: there is nothing to ``TIOCSTI`` into (bubblewrap's own ``--new-session`` is not
+    needed)."""
+    _, plan = box
+    done = _run(plan, "cat /proc/self/stat | cut -d' ' -f7; ls /dev/pts; (exec 3</dev/tty) || echo NO-TTY")
+    tty_nr, *rest = done.stdout.split()
+    assert tty_nr == "0" and "NO-TTY" in rest, done  # no controlling terminal
+    assert [name for name in rest if name.isdigit()] == [], done  # no pty of the host's
+
+
+def test_the_sandbox_dies_with_the_process_that_started_it(box: tuple[Path, SandboxPlan]) -> None:
+    """``--die-with-parent`` covers bubblewrap itself as well as its tree, which is why a sandboxed
+    spawn needs no ``setpriv --pdeathsig`` in front (``actors.session.child``)."""
+    _, plan = box
+    argv, _ = wrap(["/bin/sh", "-c", "echo started; exec sleep 600"], {}, plan)
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                               "subprocess.Popen(sys.argv[1:], start_new_session=True); time.sleep(600)", *argv],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == "started\n"  # the sandbox runs
+        sandboxed = psutil.Process(parent.pid).children(recursive=True)
+        assert any(p.name() == "sleep" for p in sandboxed), sandboxed
+    finally:
+        parent.kill()
+        parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
+    gone, alive = psutil.wait_procs(sandboxed, timeout=30)
+    assert alive == [], alive
 
 
 @pytest.fixture
