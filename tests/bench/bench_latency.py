@@ -32,8 +32,10 @@ process's CPU and how long it was runnable but waiting for a CPU (the load of th
 server that waits for a CPU most of the time measures the machine, not itself). Then each
 daemon's p99 over the relay's: over all events, and per cycle (a round of the daemon against
 the relay's round of the same cycle, moments apart), whose median holds up better on a shared,
-noisy machine. ``--dump`` writes every latency with the time its event was written, to line
-spikes up with other traces (a daemon's GC pauses, say).
+noisy machine, and the same median over the quieter half of the cycles (ranked by the CPU
+pressure of the machine during their two rounds, ``/proc/pressure/cpu``: the share of the time
+some task waited for a CPU, both paths' own work included). ``--dump`` writes every latency with
+the time its event was written, to line spikes up with other traces (a daemon's GC pauses, say).
 """
 
 from __future__ import annotations
@@ -162,6 +164,8 @@ class Route:
         self.waited: list[float] = []
         """Per round: the seconds the server was runnable but not running, per second."""
         self.round_p99: list[float] = []
+        self.pressure: list[float] = []
+        """Per round: the share of the time some task on the machine waited for a CPU."""
         self.samples: list[tuple[float, float]] = []
         """Each latency kept (ms), after the time its event was written."""
 
@@ -172,7 +176,7 @@ class Route:
         """Prompt every session at once; each client reads to its ``result``."""
         started = time.time()
         keep_after = started + warmup
-        before, waited = cpu_ns(self.pid), wait_ns(self.pid)
+        before, waited, stalled = cpu_ns(self.pid), wait_ns(self.pid), _cpu_stall_us()
         first = len(self.samples)
 
         async def read(client: Client) -> None:
@@ -209,6 +213,7 @@ class Route:
         took = time.time() - started
         self.cpu.append((cpu_ns(self.pid) - before) / 1e9 / took)
         self.waited.append((wait_ns(self.pid) - waited) / 1e9 / took)
+        self.pressure.append((_cpu_stall_us() - stalled) / 1e6 / took)
         self.round_p99.append(_pct(sorted(ms for _, ms in self.samples[first:]), 0.99))
 
 
@@ -316,7 +321,7 @@ async def main() -> None:
             for route in routes:
                 out.writelines(f"{route.name} {written:.6f} {ms:.3f}\n" for written, ms in route.samples)
     print(f"{args.sessions} sessions x {args.rate:g} events/s x {args.clients} clients, "
-          f"{args.rounds} rounds of {args.seconds:g} s per path")
+          f"{args.rounds} rounds of {args.seconds:g} s per path; load average {os.getloadavg()[0]:.1f}")
     p99 = {}
     for route in routes:
         lat = sorted(ms for _, ms in route.samples)
@@ -327,11 +332,26 @@ async def main() -> None:
               f" waiting for one {statistics.median(route.waited) * 100:4.0f} % of the time")
         print(f"{'':>12}  p99 per round {' '.join(f'{p:.1f}' for p in route.round_p99)}"
               f"  (median {statistics.median(route.round_p99):.2f} ms)")
+        print(f"{'':>12}  CPU pressure per round {' '.join(f'{p * 100:.0f}' for p in route.pressure)} %")
     relay = routes[-1]
     for route in routes[:-1]:
         paired = sorted(ours / max(theirs, 1e-9) for ours, theirs in zip(route.round_p99, relay.round_p99))
         print(f"p99 {route.name}/relay: {p99[route.name] / p99['relay']:.2f} over all events; per cycle "
               f"median {statistics.median(paired):.2f} (quartiles {_pct(paired, 0.25):.2f}..{_pct(paired, 0.75):.2f})")
+        cycles = sorted(zip(route.pressure, relay.pressure, route.round_p99, relay.round_p99),
+                        key=lambda c: max(c[:2]))
+        quiet = cycles[:max(1, len(cycles) // 2)]
+        print(f"{'':>12}  the quieter half of the cycles ({len(quiet)}, CPU pressure "
+              f"{max(max(c[:2]) for c in quiet) * 100:.0f} % at most): per cycle median "
+              f"{statistics.median(ours / max(theirs, 1e-9) for _, _, ours, theirs in quiet):.2f}")
+
+
+def _cpu_stall_us() -> int:
+    """The time some task on the machine waited for a CPU so far, in µs (``some total`` of
+    ``/proc/pressure/cpu``): how loaded the machine was during a round, both paths' own work
+    included."""
+    with open("/proc/pressure/cpu") as handle:
+        return int(handle.readline().rsplit("=", 1)[1])
 
 
 def _pct(ordered: list[float], q: float) -> float:
