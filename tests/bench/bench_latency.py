@@ -2,8 +2,8 @@
 next to a bare relay of the same children measured in the same run.
 
 Run: ``python -m tests.bench.bench_latency [--sessions 20] [--rate 100] [--clients 2]
-[--seconds 5] [--rounds 3] [--durability turn[,none]] [--baseline DIR]...``. Not collected by
-pytest. Everything stays on 127.0.0.1.
+[--seconds 2] [--rounds 8] [--durability turn[,none]] [--baseline DIR]... [--dump FILE]``. Not
+collected by pytest. Everything stays on 127.0.0.1.
 
 Each of ``--sessions`` children writes fake-harness ``assistant`` deltas at ``--rate`` per second
 (on a fixed schedule, not a fixed gap), each carrying the wall-clock time it was written, for
@@ -18,18 +18,31 @@ round, in an order that rotates:
   wrapped as an event frame, to the clients on its path with trio-websocket's ``send_message``.
   No log, no session, no fan-out machinery: the floor of a trio + trio-websocket daemon.
 
-The clients are the same minimal ones on both paths (a socket, a hand-written frame parser, in
-this process), so what they cost weighs on both alike. Reported per path: the median, p90 and
-p99 latency over every event every client read (the first ``--warmup`` seconds of each round
-left out), the p99 of each round, and the serving process's CPU. Then each daemon's p99 over
-the relay's: over all events, and per cycle (a round of the daemon against the relay's round of
-the same cycle, moments apart), whose median holds up better on a shared, noisy machine.
+Both serving processes run as a started daemon does: each in a session of its own, and each
+child too (as the daemon starts its children), so the scheduler weighs them alike (with
+autogroups, a session is a group that gets its share of the CPU as a whole). The clients are
+the same minimal ones on both paths (a socket, a hand-written frame parser, in this process),
+so what they cost weighs on both alike; their cyclic GC waits for the end of each round, so its
+pauses fall on neither path. Short rounds, many of them, let a burst of load on the machine
+fall on both paths alike.
+
+Reported per path: the median, p90 and p99 latency over every event every client read (the
+first ``--warmup`` seconds of each round left out), the p99 of each round, the serving
+process's CPU and how long it was runnable but waiting for a CPU (the load of the machine: a
+server that waits for a CPU most of the time measures the machine, not itself). Then each
+daemon's p99 over the relay's: over all events, and per cycle (a round of the daemon against
+the relay's round of the same cycle, moments apart), whose median holds up better on a shared,
+noisy machine, and the same median over the quieter half of the cycles (ranked by the CPU
+pressure of the machine during their two rounds, ``/proc/pressure/cpu``: the share of the time
+some task waited for a CPU, both paths' own work included). ``--dump`` writes every latency with
+the time its event was written, to line spikes up with other traces (a daemon's GC pauses, say).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import gc
 import json
 import os
 import statistics
@@ -43,7 +56,7 @@ from typing import Any
 
 import trio
 
-from tests.bench.turns import cpu_ns
+from tests.bench.turns import cpu_ns, wait_ns
 from tests.e2e.daemonproc import start_daemon, stop_daemon
 
 
@@ -147,9 +160,14 @@ class Route:
         self.name = name
         self.pid = pid
         self.groups = groups
-        self.latencies: list[float] = []
         self.cpu: list[float] = []
+        self.waited: list[float] = []
+        """Per round: the seconds the server was runnable but not running, per second."""
         self.round_p99: list[float] = []
+        self.pressure: list[float] = []
+        """Per round: the share of the time some task on the machine waited for a CPU."""
+        self.samples: list[tuple[float, float]] = []
+        """Each latency kept (ms), after the time its event was written."""
 
     async def prompt(self, index: int, client: Client) -> None:
         raise NotImplementedError
@@ -158,8 +176,8 @@ class Route:
         """Prompt every session at once; each client reads to its ``result``."""
         started = time.time()
         keep_after = started + warmup
-        before = cpu_ns(self.pid)
-        first = len(self.latencies)
+        before, waited, stalled = cpu_ns(self.pid), wait_ns(self.pid), _cpu_stall_us()
+        first = len(self.samples)
 
         async def read(client: Client) -> None:
             seen = 0
@@ -177,16 +195,26 @@ class Route:
                         seen += 1
                         written = float(event["text"])
                         if written >= keep_after:
-                            self.latencies.append((at - written) * 1000)
+                            self.samples.append((written, (at - written) * 1000))
 
-        async with trio.open_nursery() as nursery:
-            for group in self.groups:
-                for client in group:
-                    nursery.start_soon(read, client)
-            for index, group in enumerate(self.groups):
-                await self.prompt(index, group[0])
-        self.cpu.append((cpu_ns(self.pid) - before) / 1e9 / (time.time() - started))
-        self.round_p99.append(_pct(sorted(self.latencies[first:]), 0.99))
+        # The clients' own cyclic GC would pause every client at once, on whichever path runs:
+        # it waits until the round is over (what a round allocates is freed by reference counts).
+        gc.collect()
+        gc.disable()
+        try:
+            async with trio.open_nursery() as nursery:
+                for group in self.groups:
+                    for client in group:
+                        nursery.start_soon(read, client)
+                for index, group in enumerate(self.groups):
+                    await self.prompt(index, group[0])
+        finally:
+            gc.enable()
+        took = time.time() - started
+        self.cpu.append((cpu_ns(self.pid) - before) / 1e9 / took)
+        self.waited.append((wait_ns(self.pid) - waited) / 1e9 / took)
+        self.pressure.append((_cpu_stall_us() - stalled) / 1e6 / took)
+        self.round_p99.append(_pct(sorted(ms for _, ms in self.samples[first:]), 0.99))
 
 
 class CorralRoute(Route):
@@ -211,7 +239,7 @@ async def corral_route(stack: AsyncExitStack, root: Path, script: str, sessions:
     root.mkdir()
     config = root / "corral.toml"
     config.write_text(f'[sessions]\ndurability = "{durability}"\n')
-    daemon = await start_daemon(root / "state", config=str(config), source=source)
+    daemon = await start_daemon(root / "state", config=str(config), source=source, new_session=True)
     stack.push_async_callback(stop_daemon, daemon, 120)
 
     async def greeted() -> Client:
@@ -259,14 +287,17 @@ async def main() -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--rate", type=float, default=100.0, help="events per second per session")
     parser.add_argument("--clients", type=int, default=2, help="clients per session")
-    parser.add_argument("--seconds", type=float, default=5.0, help="streaming time per round")
+    parser.add_argument("--seconds", type=float, default=2.0, help="streaming time per round")
     parser.add_argument("--warmup", type=float, default=0.5, help="seconds left out of each round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per path")
+    parser.add_argument("--rounds", type=int, default=8, help="rounds per path")
     parser.add_argument("--baseline", action="append", default=[], type=Path,
                         help="also a daemon run from this source tree (e.g. a `git archive` of an "
                              "earlier commit); repeatable")
     parser.add_argument("--durability", default="turn",
                         help="the daemon's [sessions] durability; several (turn,none): a daemon each")
+    parser.add_argument("--dump", type=Path,
+                        help="write every latency kept to this file (path, time written, ms), to line "
+                             "spikes up with other traces")
     args = parser.parse_args()
     script = child_script(args.rate, args.seconds)
     events = round(args.rate * args.seconds)
@@ -285,22 +316,42 @@ async def main() -> None:
                     await route.round(events, args.warmup)
             await stack.aclose()
             nursery.cancel_scope.cancel()
+    if args.dump:
+        with args.dump.open("w") as out:
+            for route in routes:
+                out.writelines(f"{route.name} {written:.6f} {ms:.3f}\n" for written, ms in route.samples)
     print(f"{args.sessions} sessions x {args.rate:g} events/s x {args.clients} clients, "
-          f"{args.rounds} rounds of {args.seconds:g} s per path")
+          f"{args.rounds} rounds of {args.seconds:g} s per path; load average {os.getloadavg()[0]:.1f}")
     p99 = {}
     for route in routes:
-        lat = sorted(route.latencies)
+        lat = sorted(ms for _, ms in route.samples)
         p99[route.name] = _pct(lat, 0.99)
         print(f"{route.name:>12}  event latency median {statistics.median(lat):6.2f} ms  p90 {_pct(lat, 0.9):6.2f} ms"
               f"  p99 {p99[route.name]:6.2f} ms  ({len(lat)} events)"
-              f"   server CPU {statistics.median(route.cpu) * 100:4.0f} % of a core")
+              f"   server CPU {statistics.median(route.cpu) * 100:4.0f} % of a core,"
+              f" waiting for one {statistics.median(route.waited) * 100:4.0f} % of the time")
         print(f"{'':>12}  p99 per round {' '.join(f'{p:.1f}' for p in route.round_p99)}"
               f"  (median {statistics.median(route.round_p99):.2f} ms)")
+        print(f"{'':>12}  CPU pressure per round {' '.join(f'{p * 100:.0f}' for p in route.pressure)} %")
     relay = routes[-1]
     for route in routes[:-1]:
         paired = sorted(ours / max(theirs, 1e-9) for ours, theirs in zip(route.round_p99, relay.round_p99))
         print(f"p99 {route.name}/relay: {p99[route.name] / p99['relay']:.2f} over all events; per cycle "
               f"median {statistics.median(paired):.2f} (quartiles {_pct(paired, 0.25):.2f}..{_pct(paired, 0.75):.2f})")
+        cycles = sorted(zip(route.pressure, relay.pressure, route.round_p99, relay.round_p99),
+                        key=lambda c: max(c[:2]))
+        quiet = cycles[:max(1, len(cycles) // 2)]
+        print(f"{'':>12}  the quieter half of the cycles ({len(quiet)}, CPU pressure "
+              f"{max(max(c[:2]) for c in quiet) * 100:.0f} % at most): per cycle median "
+              f"{statistics.median(ours / max(theirs, 1e-9) for _, _, ours, theirs in quiet):.2f}")
+
+
+def _cpu_stall_us() -> int:
+    """The time some task on the machine waited for a CPU so far, in µs (``some total`` of
+    ``/proc/pressure/cpu``): how loaded the machine was during a round, both paths' own work
+    included."""
+    with open("/proc/pressure/cpu") as handle:
+        return int(handle.readline().rsplit("=", 1)[1])
 
 
 def _pct(ordered: list[float], q: float) -> float:
@@ -309,7 +360,8 @@ def _pct(ordered: list[float], q: float) -> float:
 
 async def _run_relay(script: str, sessions: int, task_status: trio.TaskStatus[trio.Process]) -> None:
     await trio.run_process([sys.executable, "-m", "tests.bench.stream_relay", script, str(sessions)],
-                           stdout=subprocess.PIPE, check=False, task_status=task_status)
+                           stdout=subprocess.PIPE, check=False, start_new_session=True,
+                           task_status=task_status)
 
 
 async def _line(process: trio.Process) -> bytes:

@@ -45,8 +45,11 @@ class _Child:
 
 
 async def main(script: str, sessions: int) -> None:
+    # Each child leads a session of its own, as the daemon starts its children (the scheduler's
+    # autogroups then weigh them as they weigh the daemon's).
     children = [_Child(await trio.lowlevel.open_process([sys.executable, "-c", script],
-                                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+                                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                        start_new_session=True))
                 for _ in range(sessions)]
 
     async def serve(request: WebSocketRequest) -> None:

@@ -249,11 +249,21 @@ def cpu_ns(pid: int) -> int:
     """CPU time of every thread of ``pid`` so far, in ns: the scheduler's own account
     (``/proc/<pid>/task/*/schedstat``). ``cpu_times`` is sampled at timer ticks, which
     over-charges a process woken by the tick itself, as one fed a trickle of events is."""
+    return _schedstat(pid, 0)
+
+
+def wait_ns(pid: int) -> int:
+    """Time every thread of ``pid`` spent runnable but waiting for a CPU so far, in ns (the
+    scheduler's run-queue delay): what the load of the machine cost it."""
+    return _schedstat(pid, 1)
+
+
+def _schedstat(pid: int, field: int) -> int:
     total = 0
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/schedstat") as handle:
-                total += int(handle.read().split()[0])
+                total += int(handle.read().split()[field])
         except OSError:
             pass  # a thread that ended meanwhile
     return total

@@ -56,11 +56,13 @@ class DaemonProc:
 
 async def start_daemon(state_dir: Path, *extra: str, config: str | None = None,
                        timeout: float = 30, source: Path | None = None,
-                       prewarm: bool = False) -> DaemonProc:
+                       prewarm: bool = False, new_session: bool = False) -> DaemonProc:
     """Start ``corral daemon`` on ``state_dir`` (ephemeral port); return once ``daemon.json`` exists.
 
     ``source`` runs the daemon from another source tree (a benchmark's baseline) instead of this one.
-    The background warm-ups are off (``tests.daemonconfig``) unless ``prewarm``.
+    The background warm-ups are off (``tests.daemonconfig``) unless ``prewarm``. ``new_session``
+    starts it in a session of its own, as ``corral start`` does (a benchmark's daemon: the
+    scheduler then weighs it as a started daemon, not as part of the benchmark's session).
     """
     state_dir.mkdir(parents=True, exist_ok=True)
     if not prewarm:
@@ -73,7 +75,8 @@ async def start_daemon(state_dir: Path, *extra: str, config: str | None = None,
     log = open(state_dir / "test-daemon.out", "ab")
     env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
     process = await trio.lowlevel.open_process(argv, stdout=log, stderr=subprocess.STDOUT,
-                                               cwd=str(source or REPO), env=env)
+                                               cwd=str(source or REPO), env=env,
+                                               start_new_session=new_session)
     log.close()
     proc = DaemonProc(state_dir, process)
     with trio.fail_after(timeout):
