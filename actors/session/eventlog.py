@@ -15,7 +15,8 @@ or ``exit`` (the moments a client acts on), makes a sync *due*: the writer then 
 ``commit()``, which fsyncs in a worker thread, before it tells anyone of the new events. The
 writer awaits it, so appends are never reordered around a sync. Other ``turn`` lines wake
 ``run_flusher``, which fsyncs in a worker thread no later than ``fsync_interval`` after the
-first dirty write. Under ``event`` the writer shows an event only once its fsync is done; under
+first dirty write, on a tick shared by every session's flusher (``syncer``: one thread round
+trip a tick for all of them). Under ``event`` the writer shows an event only once its fsync is done; under
 ``turn`` it shows the events first and then awaits the fsync (still before it takes its next
 message), or hands it to ``run_flusher`` to do at once (``sync_soon``), so a turn's end costs
 clients and the next prompt no disk flush while the fsync still lands within
@@ -52,6 +53,7 @@ from pathlib import Path
 import msgspec
 import trio
 
+from actors.session.syncer import batched, next_tick
 from actors.session.logfile import (
     DECODER,
     INDEX_STEP,
@@ -152,7 +154,7 @@ class EventLog:
             torn_line_seq_guess=found.last_seq + 1 if torn else None,
             reason=found.bad_reason if torn else None,
         )
-        log = cls(path, session_id, fd, durability, fsync_interval, write, fsync, offload or _in_worker_thread, found)
+        log = cls(path, session_id, fd, durability, fsync_interval, write, fsync, offload or batched, found)
         return log, report
 
     def __init__(
@@ -298,18 +300,18 @@ class EventLog:
         task_status.started()
         if self._durability != "turn":
             await trio.sleep_forever()
-        deadline = trio.current_time() + self._fsync_interval
+        deadline = next_tick(trio.current_time(), self._fsync_interval)
         try:
             while True:
                 if not self._dirty:
                     self._wake = trio.Event()
                     await self._wake.wait()
-                    deadline = trio.current_time() + self._fsync_interval
+                    deadline = next_tick(trio.current_time(), self._fsync_interval)
                 with trio.move_on_at(deadline):
                     await self._urgent.wait()  # ``sync_soon``: now, not at the deadline
                 self._urgent = trio.Event()
                 # Writes landing while this fsync runs are due one interval after it started.
-                deadline = trio.current_time() + self._fsync_interval
+                deadline = next_tick(trio.current_time(), self._fsync_interval)
                 await self._sync_in_thread()
         finally:
             with trio.move_on_after(_FINAL_SYNC_BOUND, shield=True):
@@ -383,10 +385,6 @@ class EventLog:
 _TURN_BOUNDARIES = (Result, Permission, Exit)
 _FINAL_SYNC_BOUND = 2.0
 _ENCODER = msgspec.json.Encoder()
-
-
-async def _in_worker_thread(call: Callable[[], None]) -> None:
-    await trio.to_thread.run_sync(call, abandon_on_cancel=True)
 
 
 def _fsync_and_close(fsync: FsyncFn, fd: int) -> None:
