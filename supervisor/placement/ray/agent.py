@@ -157,12 +157,13 @@ class NodeAgent:
 
     async def spawn(self, session_id: str, epoch: int, argv: list[str], env: dict[str, str | None],
                     cwd: str | None, shutdown: float, kind: str,
-                    secrets: list[str] | None = None) -> dict[str, Any]:
+                    secrets: list[str] | None = None, needs: list[str] | None = None) -> dict[str, Any]:
         """Start a child; its identity on the node (``{"pid", "create_time", "start_ticks",
         "boot_id"}``) or why it did not start (``{"code", "message"}``:
-        ``placement.cwd_missing``, ``placement.binary_missing``, ``launch_failed``)."""
+        ``placement.cwd_missing``, ``placement.binary_missing`` (``argv[0]`` or a program of
+        ``needs``), ``launch_failed``)."""
         await self._started()
-        missing = _missing(argv, env, cwd)
+        missing = _missing([argv[0], *(needs or ())], env, cwd)
         if missing is not None:
             code, what = missing
             return {"code": code, "message": f"{what} on node {self.node_id} ({self.node_ip})"}
@@ -345,19 +346,19 @@ async def _kill(handle: ProcessChild) -> None:
     await handle.close()
 
 
-def _missing(argv: list[str], env: dict[str, str | None], cwd: str | None) -> tuple[str, str] | None:
-    """The ``placement.*`` code and what is missing, if the cwd or the program is not here."""
+def _missing(programs: list[str], env: dict[str, str | None], cwd: str | None) -> tuple[str, str] | None:
+    """The ``placement.*`` code and what is missing, if the cwd or one of the programs is not here."""
     if cwd is not None and not os.path.isdir(cwd):
         return "placement.cwd_missing", f"cwd {cwd!r} does not exist"
-    program = argv[0]
-    if os.sep in program:
-        path = program if cwd is None else os.path.join(cwd, program)
-        found = os.access(path, os.X_OK)
-    else:
-        search = env.get("PATH") or os.environ.get("PATH")
-        found = shutil.which(program, path=search) is not None
-    if not found:
-        return "placement.binary_missing", f"program {program!r} is not found"
+    for program in programs:
+        if os.sep in program:
+            path = program if cwd is None else os.path.join(cwd, program)
+            found = os.access(path, os.X_OK)
+        else:
+            search = env.get("PATH") or os.environ.get("PATH")
+            found = shutil.which(program, path=search) is not None
+        if not found:
+            return "placement.binary_missing", f"program {program!r} is not found"
     return None
 
 

@@ -27,7 +27,7 @@ import hashlib
 import itertools
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -293,15 +293,18 @@ class RayPlacement:
     # --- what sessions use -------------------------------------------------------------------
 
     @asynccontextmanager
-    async def open(self, spec: ProcessSpec, ledger: Any = None, *, node: str = "") -> AsyncIterator[RemoteChild]:
+    async def open(self, spec: ProcessSpec, ledger: Any = None, *, node: str = "",
+                   needs: Sequence[str] = ()) -> AsyncIterator[RemoteChild]:
         """``open_child`` for a session child on a node (``node``: an id or IP, ``""``: the
-        policy's choice). Raises ``PlacementCwdMissing``, ``PlacementBinaryMissing`` (their
+        policy's choice; ``needs``: programs besides ``spec.argv[0]`` the node must have, as a
+        bridge needs the program it runs). Raises ``PlacementCwdMissing``, ``PlacementBinaryMissing`` (their
         messages name the node's id and IP), ``PlacementNoNode`` or ``LaunchFailed``. Leaving the block closes the child (bounded)."""
         session_id, epoch = _identity(spec)
         env = {k: v for k, v in spec.env.items()}
         answer = await self._request(lambda i: Spawn(
             id=i, session_id=session_id, epoch=epoch, argv=list(spec.argv), env=env, cwd=spec.cwd,
-            shutdown=spec.shutdown, kind=spec.kind, node=node, secrets=sorted(spec.secrets)))
+            shutdown=spec.shutdown, kind=spec.kind, node=node, secrets=sorted(spec.secrets),
+            needs=list(needs)))
         if isinstance(answer, SpawnRefused):  # placement.cwd_missing, binary_missing, no_node...
             raise error_from_wire(answer.code, answer.message, {"node": node} if node else None)
         if not isinstance(answer, Spawned):

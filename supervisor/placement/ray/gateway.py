@@ -235,7 +235,7 @@ class Gateway:
         try:
             started = await agent.handle.spawn.remote(frame.session_id, frame.epoch, frame.argv,
                                                       frame.env, frame.cwd, frame.shutdown, frame.kind,
-                                                      frame.secrets)
+                                                      frame.secrets, frame.needs)
         except self._died as exc:
             self._lose(agent)
             self._write(SpawnRefused(id=frame.id, code="launch_failed",

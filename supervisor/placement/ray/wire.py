@@ -57,6 +57,8 @@ class Spawn(_Frame, tag="spawn", frozen=True):
     node: str = ""
     secrets: list[str] = []
     """Values masked as ``***`` in the stderr lines the agent keeps and relays."""
+    needs: list[str] = []
+    """Programs besides ``argv[0]`` that must be found on the node (else ``binary_missing``)."""
 
 
 class Spawned(_Frame, tag="spawned", frozen=True):
