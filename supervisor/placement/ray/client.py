@@ -12,6 +12,9 @@ started. It returns (and is restarted) when the gateway ends; every remote child
 through it unchanged (``actors.session.child``): it yields a ``RemoteChild`` with the same
 ``pid``/``send``/``frames``/``close`` as a ``ProcessChild``, framing the raw bytes the agent
 relays with the spec's own framer (``supervisor.proc.pipes.framer_factory``), here in the daemon.
+Its output is flow-controlled (``wire.OUTPUT_WINDOW``, ``Credit``): a session that does not read
+holds at most the window and one batch here, and its child blocks on its node, as a local child
+blocks on its pipe.
 A child's *epoch* is its generation (the last part of the spec's key, ``session:ID:GEN``); the
 frames of an epoch that is not running here (an agent that outlived its fence, a late batch) are
 counted and dropped (``stale_dropped``).
@@ -47,7 +50,9 @@ from protocol.framing import LengthPrefixFramer
 from protocol.models import Placement
 from supervisor.placement.ray.remote_ledger import RemoteLedger, RemoteRow
 from supervisor.placement.ray.wire import (
+    OUTPUT_WINDOW,
     Close,
+    Credit,
     DaemonFrame,
     Exited,
     GatewayFrame,
@@ -110,6 +115,10 @@ class RemoteChild:
         self._placement = placement
         self._framer = framer_factory(spec)()
         self._chunks: collections.deque[bytes] = collections.deque()
+        self.buffered = 0
+        """Bytes relayed from the node that the session has not taken yet (the flow control
+        keeps them within ``wire.OUTPUT_WINDOW`` and one batch)."""
+        self._taken = 0  # taken since the last ``Credit``
         self._arrived = trio.Event()
         self._ended = trio.Event()
         self._eof = False
@@ -130,7 +139,9 @@ class RemoteChild:
             if frame is not None:
                 return frame
             if self._chunks:
-                self._framer.receive_data(self._chunks.popleft())
+                chunk = self._chunks.popleft()
+                self._framer.receive_data(chunk)
+                self._took(len(chunk))
                 continue
             if self._ended.is_set():
                 if not self._eof:
@@ -181,7 +192,17 @@ class RemoteChild:
 
     def _feed(self, data: bytes) -> None:
         self._chunks.append(data)
+        self.buffered += len(data)
         self._arrived.set()
+
+    def _took(self, size: int) -> None:
+        """The session took ``size`` bytes: give them back to the gateway once they make half
+        the window (one ``Credit`` per half window, not one per batch)."""
+        self.buffered -= size
+        self._taken += size
+        if self._taken >= OUTPUT_WINDOW // 2 and self.status is None:
+            self._placement._post(Credit(session_id=self.session_id, epoch=self.epoch, size=self._taken))
+            self._taken = 0
 
     def _stderr_lines(self, lines: list[str]) -> None:
         for line in lines:  # masked on the node; again here, with this side's secrets
