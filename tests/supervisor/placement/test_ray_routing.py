@@ -76,7 +76,7 @@ async def test_output_is_given_back_as_the_session_takes_it(tmp_path: Path) -> N
     goes back until the session takes them; then one ``Credit`` per half window it took."""
     placement = RayPlacement(tmp_path, None)
     posts, posted = trio.open_memory_channel[object](100)
-    placement._posts = posts  # type: ignore[assignment]
+    placement._posts = posts
     child = _child(placement, "s", 1, limit=OUTPUT_WINDOW)
     line = b"x" * 1023 + b"\n"
     batch = line * (OUTPUT_WINDOW // 4 // len(line))  # a quarter of the window
