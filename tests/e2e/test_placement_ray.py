@@ -210,7 +210,10 @@ async def test_a_restarted_daemon_reconciles_the_children_of_the_one_killed(
     try:
         assert wait_gone([session["pid"]], timeout=10) == []
         async with raw_client(second) as client:
-            now = {n["node_id"]: n["agent_pid"] for n in (await client.ok("placement.status"))["nodes"]}
+            with trio.fail_after(60):  # no node is listed until the gateway joined the cluster
+                while not (nodes := (await client.ok("placement.status"))["nodes"]):
+                    await trio.sleep(0.1)
+            now = {n["node_id"]: n["agent_pid"] for n in nodes}
             assert {k: v for k, v in now.items() if v} == {k: v for k, v in agents.items() if v}
             closed = (await client.ok("session.get", session_id=session["id"]))["session"]
             assert closed["state"] in ("closed", "failed")
@@ -367,3 +370,39 @@ async def test_an_opencode_session_runs_on_a_node_and_resumes_after_its_server_d
             await client.ok("session.close", session_id=sid)
             assert wait_gone([again["pid"]]) == []
         nursery.cancel_scope.cancel()
+
+
+def _gateways(daemon: DaemonProc) -> list[int]:
+    return [p.pid for p in daemon.descendants()
+            if "supervisor.placement.ray.gateway" in " ".join(p.cmdline())]
+
+
+async def test_sigkill_of_the_gateway_restarts_it_and_its_sessions(ray_daemon: DaemonProc, tmp_path: Path) -> None:
+    """The gateway is a permanent child of the daemon: killed, its sessions' children end as
+    ``lost``, the daemon starts a new gateway, the sessions restart on it, the old children are
+    gone and every agent of the old gateway is either the new one's or gone (none orphaned)."""
+    async with raw_client(ray_daemon) as client:
+        session = await _session(client, tmp_path)
+        sid, child = session["id"], session["pid"]
+        before = {n["node_id"]: n["agent_pid"] for n in (await client.ok("placement.status"))["nodes"]
+                  if n["agent_pid"]}
+        (gateway,) = _gateways(ray_daemon)
+        os.kill(gateway, signal.SIGKILL)
+        frames = await client.events_until(sid, lambda f: _kind(f) == "init", timeout=120)
+        exit_event = next(f["event"] for f in frames if _kind(f) == "exit")
+        assert (exit_event["reason"], exit_event["exit_code"], exit_event["signal"]) == ("lost", None, None)
+        assert [f for f in frames if _kind(f) == "restarted"]
+        assert wait_gone([child, gateway], timeout=5) == []
+        assert len(_gateways(ray_daemon)) == 1 and _gateways(ray_daemon) != [gateway]
+        again = (await client.ok("session.get", session_id=sid))["session"]
+        assert again["placement"]["epoch"] == 2 and again["pid"] != child
+        after = {n["node_id"]: n["agent_pid"] for n in (await client.ok("placement.status"))["nodes"]
+                 if n["agent_pid"]}
+        assert set(after) == set(before)
+        orphans = [pid for node, pid in before.items() if after[node] != pid]
+        assert wait_gone(orphans, timeout=3.0 + 2.0) == []  # the heartbeat timeout fences them
+        await client.ok("session.prompt", session_id=sid, text="after the gateway")
+        turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=60)
+        assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "echo: after the gateway"
+        await client.ok("session.close", session_id=sid)
+        assert wait_gone([again["pid"]]) == []

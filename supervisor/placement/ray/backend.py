@@ -39,7 +39,7 @@ class RayBackend:
         self._sessions_of = sessions_of or (lambda node_id: 0)
 
     async def status(self) -> PlacementStatus:
-        listed = await self.engine.nodes()
+        listed = await self.engine.nodes(wait=False)  # no node while the gateway (re)joins
         nodes = [] if listed is None else [
             NodeStatus(node_id=n.node_id, node_ip=n.node_ip, alive=n.alive, agent_pid=n.agent_pid,
                        children=len(n.children), sessions=len({s for s, _ in n.children}))

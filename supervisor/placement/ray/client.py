@@ -43,6 +43,7 @@ from protocol.errors import (
     CorralError,
     FrameTooLarge,
     LaunchFailed,
+    PlacementNoNode,
     ProtocolError,
     error_from_wire,
 )
@@ -249,7 +250,12 @@ class RayPlacement:
 
     async def run(self, *, task_status: trio.TaskStatus[RayPlacement] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the gateway until it ends (see the module docstring); cancelling stops every
-        agent first (``corral stop`` leaves nothing on any node)."""
+        agent first (``corral stop`` leaves nothing on any node).
+
+        Ready as soon as the gateway process runs, not once it joined the cluster: joining may
+        take long, or never end while the cluster's head is unreachable (``ray.init`` retries),
+        and a supervisor cannot interrupt a child's start, so a daemon stopping then would wait
+        for it. Requests wait for the connection instead (``_request``)."""
         socket_path = self.state_dir / "placement.sock"
         socket_path.unlink(missing_ok=True)
         config = msgspec.json.encode({"address": self.address, "namespace": self.namespace,
@@ -261,6 +267,7 @@ class RayPlacement:
                            cwd=str(SOURCE_ROOT), shutdown=5.0, framing="ndjson")
         try:
             async with open_child(spec, ledger=self.ledger) as gateway:
+                task_status.started(self)
                 with trio.fail_after(READY_TIMEOUT):
                     async for line in gateway.frames():
                         if line.strip() == b"ready":
@@ -275,9 +282,10 @@ class RayPlacement:
                     self._posts = posts
                     nursery.start_soon(self._read, stream, nursery.cancel_scope)
                     nursery.start_soon(self._post_loop, taken)
-                    self._connected.set()
+                    # Spawns wait for the reconcile, which kills every child it finds: a session
+                    # restarting after a gateway's death must not have its new child among them.
                     await self._boot_reconcile()
-                    task_status.started(self)
+                    self._connected.set()
                     try:
                         await gateway.wait()
                     except trio.Cancelled:
@@ -292,7 +300,8 @@ class RayPlacement:
         finally:
             self._stream = None
             self._posts = None
-            self._connected = trio.Event()
+            if self._connected.is_set():  # (one never set keeps its waiters for the next gateway)
+                self._connected = trio.Event()
             for child in list(self.children.values()):
                 child._end(ExitStatus(reason="lost"))
             self.children.clear()
@@ -303,7 +312,7 @@ class RayPlacement:
         """Kill every child the cluster runs for this state directory (all of them belong to a
         daemon that is gone) and drop the remote ledger's rows."""
         rows = await trio.to_thread.run_sync(self.remote_ledger.load)
-        answer = await self._request(lambda i: Reconcile(id=i, keep=[]))
+        answer = await self._ask(lambda i: Reconcile(id=i, keep=[]))
         if isinstance(answer, Reconciled):
             self.reconciled = answer.killed
             if answer.killed or rows:
@@ -346,8 +355,11 @@ class RayPlacement:
                 self.children.pop((session_id, epoch), None)
                 await self.remote_ledger.forget(spec.key)
 
-    async def nodes(self) -> NodeList | None:
-        """The cluster's nodes with their agents and children; ``None`` without a gateway."""
+    async def nodes(self, *, wait: bool = True) -> NodeList | None:
+        """The cluster's nodes with their agents and children; ``None`` without a gateway
+        (``wait=False``: at once, when it is not connected now)."""
+        if not wait and not self._connected.is_set():
+            return None
         answer = await self._request(lambda i: Nodes(id=i))
         return answer if isinstance(answer, NodeList) else None
 
@@ -355,14 +367,24 @@ class RayPlacement:
         """Kill every child on every node and end the agents."""
         if self._stream is None:
             return []
-        answer = await self._request(lambda i: StopAgents(id=i))
+        answer = await self._ask(lambda i: StopAgents(id=i))
         return answer.killed if isinstance(answer, Reconciled) else []
 
     # --- the gateway connection ----------------------------------------------------------------
 
     async def _request(self, make: Callable[[int], DaemonFrame]) -> GatewayFrame | None:
-        with trio.fail_after(_REQUEST_TIMEOUT):
+        """``_ask`` once the gateway is connected and reconciled; ``PlacementNoNode`` when it
+        is not within ``_REQUEST_TIMEOUT`` (the cluster's head unreachable, say)."""
+        with trio.move_on_after(_REQUEST_TIMEOUT):
             await self._connected.wait()
+        if not self._connected.is_set():
+            raise PlacementNoNode(f"the Ray gateway has not joined the cluster at {self.address} "
+                                  f"in {_REQUEST_TIMEOUT:g} s: is its head reachable?",
+                                  data={"nodes": 0})
+        return await self._ask(make)
+
+    async def _ask(self, make: Callable[[int], DaemonFrame]) -> GatewayFrame | None:
+        """Send the request ``make(id)`` and wait for its answer (``None``: the gateway went)."""
         request = next(self._requests)
         event, box = trio.Event(), list[GatewayFrame]()
         self._waiting[request] = (event, box)

@@ -134,21 +134,32 @@ class Gateway:
     # --- the cluster ------------------------------------------------------------------------
 
     async def watch(self) -> None:
-        """Scan the nodes and keep the agents' heartbeat, forever."""
-        beat = min(1.0, self.config.heartbeat_timeout / 4)
-        next_scan = 0.0
-        loop = asyncio.get_running_loop()
+        """Scan the nodes and keep the agents' heartbeat, forever: two loops, so a scan that
+        hangs (the head's GCS is gone and ``ray.nodes()`` retries) stops no heartbeat, and the
+        agents keep their children while their nodes live."""
+        await asyncio.gather(self._scan_loop(), self._beat_loop())
+
+    async def _scan_loop(self) -> None:
         while True:
-            if loop.time() >= next_scan:
-                await self.scan()
-                next_scan = loop.time() + SCAN_PERIOD
+            await self.scan()
+            await asyncio.sleep(SCAN_PERIOD)
+
+    async def _beat_loop(self) -> None:
+        beat = min(1.0, self.config.heartbeat_timeout / 4)
+        while True:
             for agent in list(self.agents.values()):
                 if agent.ready.is_set() and not agent.lost:
                     self._spawn_task(self._beat(agent))
             await asyncio.sleep(beat)
 
     async def scan(self) -> None:
-        raw = await asyncio.to_thread(self.ray.nodes)
+        """List the nodes; start an agent on each eligible node without one, lose the agents of
+        nodes gone. A listing that fails (the GCS unreachable) keeps the last view."""
+        try:
+            raw = await asyncio.to_thread(self.ray.nodes)
+        except Exception as exc:  # noqa: BLE001 (Ray raises many kinds; all mean "not now")
+            log.warning("cannot list the cluster's nodes: %s", exc)
+            return
         nodes: dict[str, Node] = {}
         for entry in raw:
             resources = {k: float(v) for k, v in (entry.get("Resources") or {}).items()}
