@@ -17,9 +17,11 @@ head, two one-CPU nodes; ``tests.raycluster``'s settings) and shuts it down at t
 * **agent memory**: the USS of one node agent with no child, then with ``--sessions`` children
   (``cat``), children excluded (target: ≤ 80 MB); this process's USS beside it for scale.
 * **failures** (the failure model's figures; ``heartbeat_timeout = 5``, Ray's health checks as
-  in the tests): a fake session's node agent SIGKILLed ``--kills`` times, then a raylet: from the
-  kill to the session's ``exit {reason: lost}``, to its ``restarted`` and to its new child's
-  ``init``, and to the moment the old child is gone (polled every 10 ms).
+  in the tests): a fake session's node agent SIGKILLed ``--kills`` times, then the gateway
+  ``--kills`` times (the daemon starts a new one: its ``restarted`` and ``init`` measure the
+  gateway's restart, a new ``ray.init`` included), then a raylet: from the kill to the session's
+  ``exit {reason: lost}``, to its ``restarted`` and to its new child's ``init``, and to the moment
+  the old child is gone (polled every 10 ms).
 """
 
 from __future__ import annotations
@@ -121,13 +123,19 @@ async def _failures(cluster: Any, root: Path, kills: int) -> dict[str, list[dict
     config = root / "failures.toml"
     config.write_text(f'[placement]\nbackend = "ray"\naddress = "{cluster.address}"\n')
     daemon = await start_daemon(root / "state-failures", config=str(config), timeout=180)
-    out: dict[str, list[dict[str, float]]] = {"agent SIGKILL": [], "raylet SIGKILL": []}
+    out: dict[str, list[dict[str, float]]] = {"agent SIGKILL": [], "gateway SIGKILL": [],
+                                              "raylet SIGKILL": []}
     try:
         async with raw_client(daemon) as client:
             async def kill_agent(session: dict[str, Any]) -> None:
                 nodes = (await client.ok("placement.status"))["nodes"]
                 (agent,) = [n["agent_pid"] for n in nodes if n["node_id"] == session["placement"]["node_id"]]
                 os.kill(agent, 9)
+
+            async def kill_gateway(session: dict[str, Any]) -> None:
+                (gateway,) = [p for p in daemon.descendants()
+                              if "supervisor.placement.ray.gateway" in " ".join(p.cmdline())]
+                gateway.kill()
 
             async def kill_raylet(session: dict[str, Any]) -> None:
                 (node,) = [n for n in cluster.list_all_nodes() if n.node_id == session["placement"]["node_id"]]
@@ -136,6 +144,8 @@ async def _failures(cluster: Any, root: Path, kills: int) -> dict[str, list[dict
             for _ in range(kills):
                 out["agent SIGKILL"].append(await _one_failure(client, root, kill_agent))
                 await trio.sleep(2.0)  # the next scan gives the node its new agent
+            for _ in range(kills):
+                out["gateway SIGKILL"].append(await _one_failure(client, root, kill_gateway))
             out["raylet SIGKILL"].append(await _one_failure(client, root, kill_raylet))
     finally:
         await stop_daemon(daemon, timeout=60)
