@@ -71,10 +71,17 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         status = trio.run(_bridge, args, 0, frames_out)
-    except CorralError as exc:  # the server did not start
-        sys.stderr.write(f"opencode bridge: {exc.message}\n")
+    except Exception as exc:  # noqa: BLE001 (the server did not start: one line, for the session)
+        sys.stderr.write(f"opencode bridge: {_first(exc)}\n")
         return 1
     return _end_as(status)
+
+
+def _first(exc: BaseException) -> str:
+    """The message of the first error ``exc`` holds (a nursery wraps it in a group)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc.message if isinstance(exc, CorralError) else f"{type(exc).__name__}: {exc}"
 
 
 async def _bridge(argv: list[str], in_fd: int, out_fd: int) -> ExitStatus | None:
