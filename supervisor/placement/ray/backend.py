@@ -39,7 +39,7 @@ class RayBackend:
         self._sessions_of = sessions_of or (lambda node_id: 0)
 
     async def status(self) -> PlacementStatus:
-        listed = await self.engine.nodes(wait=0)  # no node while the gateway (re)joins
+        listed = await self.engine.nodes(wait=False)  # no node while the gateway (re)joins
         nodes = [] if listed is None else [
             NodeStatus(node_id=n.node_id, node_ip=n.node_ip, alive=n.alive, agent_pid=n.agent_pid,
                        children=len(n.children), sessions=len({s for s, _ in n.children}))
@@ -52,23 +52,21 @@ class RayBackend:
         return [ChildProcess(key=c.key, kind=c.spec.kind, pid=c.pid, node_id=c.node_id)
                 for c in self.engine.children.values() if c.status is None]
 
-    async def place(self, wanted: str | None, *, wait: float | None = None) -> NodeLoad:
-        """The node the policy picks now (``PlacementUnknownNode``/``PlacementNoNode``);
-        ``wait``: the seconds to wait for the gateway (by default a request's)."""
-        loads = await self._loads(wait)
-        return choose_node(loads, wanted=wanted, node_resource=self.config.node_resource)
+    async def place(self, wanted: str | None) -> NodeLoad:
+        """The node the policy picks now (``PlacementUnknownNode``/``PlacementNoNode``)."""
+        return choose_node(await self._loads(), wanted=wanted, node_resource=self.config.node_resource)
 
     @asynccontextmanager
     async def open(self, spec: ProcessSpec, ledger: Any = None, *, node: str = "",
                    needs: Sequence[str] = ()) -> AsyncIterator[RemoteChild]:
         """A session child on the node the policy picks (``node``: the one the session named);
         ``needs``: programs besides ``spec.argv[0]`` that must be found on that node."""
-        chosen = await self.place(node or None, wait=self.engine.spawn_wait)
+        chosen = await self.place(node or None)
         async with self.engine.open(spec, ledger, node=chosen.node_id, needs=needs) as child:
             yield child
 
-    async def _loads(self, wait: float | None) -> list[NodeLoad]:
-        listed = await (self.engine.nodes() if wait is None else self.engine.nodes(wait=wait))
+    async def _loads(self) -> list[NodeLoad]:
+        listed = await self.engine.nodes()
         if listed is None:
             raise PlacementNoNode("the Ray gateway is not running", data={"nodes": 0})
         return [NodeLoad(node_id=n.node_id, node_ip=n.node_ip, alive=n.alive and n.agent_pid is not None,

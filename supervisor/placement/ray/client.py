@@ -89,11 +89,6 @@ READY_TIMEOUT = 120.0
 """Seconds the gateway may take to join the cluster and find its nodes."""
 
 _REQUEST_TIMEOUT = 90.0
-SPAWN_WAIT = 30.0
-"""Seconds a session's spawn waits for a gateway to be connected (at the daemon's start, after
-the gateway's restart, while the cluster's head is unreachable) before it fails as
-``placement.no_node``: a spawn runs in its harness supervisor's start, which the daemon's stop
-does not interrupt, so this also bounds a stop. The session's restart policy retries it."""
 _LOST_MARGIN = 5.0
 """Seconds past a child's shutdown a close waits for the agent before it counts the child lost."""
 
@@ -231,13 +226,12 @@ class RayPlacement:
 
     def __init__(self, state_dir: str | Path, ledger: SpawnRecorder | None, *, address: str = "auto",
                  heartbeat_timeout: float = 5.0, node_resource: str = "",
-                 namespace: str | None = None, spawn_wait: float = SPAWN_WAIT) -> None:
+                 namespace: str | None = None) -> None:
         self.state_dir = Path(state_dir)
         self.ledger = ledger
         self.address = address
         self.heartbeat_timeout = heartbeat_timeout
         self.node_resource = node_resource
-        self.spawn_wait = spawn_wait
         # Stable across daemons of one state directory: a restarted daemon finds its agents.
         digest = hashlib.sha256(str(self.state_dir.resolve()).encode()).hexdigest()[:16]
         self.namespace = namespace or f"corral-{digest}"
@@ -337,7 +331,7 @@ class RayPlacement:
         messages name the node's id and IP), ``PlacementNoNode`` or ``LaunchFailed``. Leaving the block closes the child (bounded)."""
         session_id, epoch = _identity(spec)
         env = {k: v for k, v in spec.env.items()}
-        answer = await self._request(wait=self.spawn_wait, make=lambda i: Spawn(
+        answer = await self._request(lambda i: Spawn(
             id=i, session_id=session_id, epoch=epoch, argv=list(spec.argv), env=env, cwd=spec.cwd,
             shutdown=spec.shutdown, kind=spec.kind, node=node, secrets=sorted(spec.secrets),
             needs=list(needs)))
@@ -361,12 +355,12 @@ class RayPlacement:
                 self.children.pop((session_id, epoch), None)
                 await self.remote_ledger.forget(spec.key)
 
-    async def nodes(self, *, wait: float = _REQUEST_TIMEOUT) -> NodeList | None:
+    async def nodes(self, *, wait: bool = True) -> NodeList | None:
         """The cluster's nodes with their agents and children; ``None`` without a gateway
-        (``wait``: the seconds to wait for one; 0: answer at once)."""
-        if wait <= 0 and not self._connected.is_set():
+        (``wait=False``: at once, when it is not connected now)."""
+        if not wait and not self._connected.is_set():
             return None
-        answer = await self._request(lambda i: Nodes(id=i), wait=wait)
+        answer = await self._request(lambda i: Nodes(id=i))
         return answer if isinstance(answer, NodeList) else None
 
     async def stop_agents(self) -> list[tuple[str, str, int, int]]:
@@ -378,15 +372,14 @@ class RayPlacement:
 
     # --- the gateway connection ----------------------------------------------------------------
 
-    async def _request(self, make: Callable[[int], DaemonFrame], *,
-                       wait: float = _REQUEST_TIMEOUT) -> GatewayFrame | None:
+    async def _request(self, make: Callable[[int], DaemonFrame]) -> GatewayFrame | None:
         """``_ask`` once the gateway is connected and reconciled; ``PlacementNoNode`` when it
-        is not within ``wait`` seconds (the cluster's head unreachable, say)."""
-        with trio.move_on_after(wait):
+        is not within ``_REQUEST_TIMEOUT`` (the cluster's head unreachable, say)."""
+        with trio.move_on_after(_REQUEST_TIMEOUT):
             await self._connected.wait()
         if not self._connected.is_set():
             raise PlacementNoNode(f"the Ray gateway has not joined the cluster at {self.address} "
-                                  f"in {wait:g} s: is its head reachable?",
+                                  f"in {_REQUEST_TIMEOUT:g} s: is its head reachable?",
                                   data={"nodes": 0})
         return await self._ask(make)
 

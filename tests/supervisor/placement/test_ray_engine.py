@@ -15,7 +15,7 @@ import psutil
 import pytest
 import trio
 
-from protocol.errors import ChildExited, PlacementBinaryMissing, PlacementCwdMissing, PlacementNoNode
+from protocol.errors import ChildExited, PlacementBinaryMissing, PlacementCwdMissing
 from supervisor.placement.ray.agent import BATCH_LIMIT
 from supervisor.placement.ray.client import RayPlacement
 from supervisor.placement.ray.wire import OUTPUT_WINDOW
@@ -202,26 +202,3 @@ async def test_a_session_that_does_not_read_stops_its_remote_child(
             assert count == FLOOD_LINES
             assert os.path.exists(done)
             assert (await child.close()).reason == "exited"
-
-
-@pytest.mark.ray
-async def test_a_gateway_that_cannot_join_bounds_the_spawns_and_the_stop(tmp_path: object) -> None:
-    """A cluster whose head is unreachable (``ray.init`` retries for minutes): the backend is
-    ready at once (a supervisor cannot interrupt a start), a spawn fails as ``placement.no_node``
-    after ``spawn_wait`` (it runs in a harness supervisor's start, which a daemon's stop cannot
-    cut short either), and stopping the backend ends its gateway."""
-    unreachable = RayPlacement(str(tmp_path), None, address="127.0.0.1:9", heartbeat_timeout=3.0,
-                               namespace="corral-unreachable-test", spawn_wait=2.0)
-    with trio.fail_after(30):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(unreachable.run)
-            started = trio.current_time()
-            with pytest.raises(PlacementNoNode, match="has not joined the cluster at 127.0.0.1:9"):
-                async with unreachable.open(_spec("u", 1)):
-                    pass
-            assert trio.current_time() - started < 10
-            gateway = [p for p in psutil.Process().children()
-                       if "supervisor.placement.ray.gateway" in " ".join(p.cmdline())]
-            assert len(gateway) == 1
-            nursery.cancel_scope.cancel()
-    assert await trio.to_thread.run_sync(_gone, [gateway[0].pid], 5.0) == []
