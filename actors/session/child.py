@@ -251,7 +251,7 @@ class Harness:
             return spawn_process(launch, spec, self.ledger, opener)
         if "opener" in inspect.signature(self._spawn).parameters:
             return self._spawn(launch, spec, self.ledger, opener=opener)  # type: ignore[call-arg]
-        return self._spawn(launch, spec, self.ledger)  # a shared server of the daemon's (OpenCode)
+        return self._spawn(launch, spec, self.ledger)  # a driver that takes no opener: here
 
     def _placed(self, request: HarnessRequest) -> Any:
         """The placement backend's ``open`` for this request's node, or ``None`` (here)."""

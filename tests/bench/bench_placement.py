@@ -17,9 +17,14 @@ head, two one-CPU nodes; ``tests.raycluster``'s settings) and shuts it down at t
 * **agent memory**: the USS of one node agent with no child, then with ``--sessions`` children
   (``cat``), children excluded (target: ≤ 80 MB); this process's USS beside it for scale.
 * **failures** (the failure model's figures; ``heartbeat_timeout = 5``, Ray's health checks as
-  in the tests): a fake session's node agent SIGKILLed ``--kills`` times, then a raylet: from the
-  kill to the session's ``exit {reason: lost}``, to its ``restarted`` and to its new child's
-  ``init``, and to the moment the old child is gone (polled every 10 ms).
+  in the tests): a fake session's node agent SIGKILLed ``--kills`` times, then the gateway
+  ``--kills`` times (the daemon starts a new one: its ``restarted`` and ``init`` measure the
+  gateway's restart, a new ``ray.init`` included), then a raylet: from the kill to the session's
+  ``exit {reason: lost}``, to its ``restarted`` and to its new child's ``init``, and to the moment
+  the old child is gone (polled every 10 ms).
+* **head loss** (``--head``, last: the cluster is dead after it): the head's GCS killed under a
+  fake session on a node: a prompt's result during the outage, the session's ``exit {reason:
+  lost}`` and the old child's end, and how long ``corral stop`` takes then.
 """
 
 from __future__ import annotations
@@ -121,13 +126,19 @@ async def _failures(cluster: Any, root: Path, kills: int) -> dict[str, list[dict
     config = root / "failures.toml"
     config.write_text(f'[placement]\nbackend = "ray"\naddress = "{cluster.address}"\n')
     daemon = await start_daemon(root / "state-failures", config=str(config), timeout=180)
-    out: dict[str, list[dict[str, float]]] = {"agent SIGKILL": [], "raylet SIGKILL": []}
+    out: dict[str, list[dict[str, float]]] = {"agent SIGKILL": [], "gateway SIGKILL": [],
+                                              "raylet SIGKILL": []}
     try:
         async with raw_client(daemon) as client:
             async def kill_agent(session: dict[str, Any]) -> None:
                 nodes = (await client.ok("placement.status"))["nodes"]
                 (agent,) = [n["agent_pid"] for n in nodes if n["node_id"] == session["placement"]["node_id"]]
                 os.kill(agent, 9)
+
+            async def kill_gateway(session: dict[str, Any]) -> None:
+                (gateway,) = [p for p in daemon.descendants()
+                              if "supervisor.placement.ray.gateway" in " ".join(p.cmdline())]
+                gateway.kill()
 
             async def kill_raylet(session: dict[str, Any]) -> None:
                 (node,) = [n for n in cluster.list_all_nodes() if n.node_id == session["placement"]["node_id"]]
@@ -136,9 +147,41 @@ async def _failures(cluster: Any, root: Path, kills: int) -> dict[str, list[dict
             for _ in range(kills):
                 out["agent SIGKILL"].append(await _one_failure(client, root, kill_agent))
                 await trio.sleep(2.0)  # the next scan gives the node its new agent
+            for _ in range(kills):
+                out["gateway SIGKILL"].append(await _one_failure(client, root, kill_gateway))
             out["raylet SIGKILL"].append(await _one_failure(client, root, kill_raylet))
     finally:
         await stop_daemon(daemon, timeout=60)
+    return out
+
+
+async def _head_loss(cluster: Any, root: Path) -> dict[str, float]:
+    """Kill the head's GCS under a fake session on a node (no GCS fault tolerance): seconds from
+    the kill to a prompt's result during the outage, to the session's ``exit {reason: lost}``
+    and to the old child's end; then how long ``corral stop`` takes. The cluster is dead after."""
+    config = root / "head.toml"
+    config.write_text(f'[placement]\nbackend = "ray"\naddress = "{cluster.address}"\n')
+    daemon = await start_daemon(root / "state-head", config=str(config), timeout=180)
+    out: dict[str, float] = {}
+    try:
+        async with raw_client(daemon) as client:
+            sid = (await client.ok("session.create", harness="fake", cwd=str(root)))["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            await _until(client, sid, "init")
+            old = (await client.ok("session.get", session_id=sid))["session"]["pid"]
+            killed = time.perf_counter()
+            cluster.head_node.kill_gcs_server()
+            await trio.sleep(5.0)  # well into the outage
+            await client.ok("session.prompt", session_id=sid, text="during the outage")
+            out["result of a prompt sent 5 s in"] = await _until(client, sid, "result") - killed
+            await client.events_until(sid, lambda f: f["event"]["type"] == "exit", timeout=180)
+            out["exit lost"] = time.perf_counter() - killed
+            with trio.fail_after(60):
+                out["old child gone"] = await _gone_at(old) - killed
+    finally:
+        stopping = time.perf_counter()
+        await stop_daemon(daemon, timeout=120)
+        out["corral stop took"] = time.perf_counter() - stopping
     return out
 
 
@@ -212,6 +255,8 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--kills", type=int, default=3)
+    parser.add_argument("--head", action="store_true",
+                        help="last, kill the head's GCS (the cluster is not usable after)")
     args = parser.parse_args()
     os.environ.update(RAY_ENV)
     from ray.cluster_utils import Cluster
@@ -226,6 +271,7 @@ def main() -> None:
             times = trio.run(_turns, cluster.address, root, args.turns)
             relay, memory = trio.run(_engine, cluster.address, root, args.lines, args.sessions)
             failures = trio.run(_failures, cluster, root, args.kills)
+            head = trio.run(_head_loss, cluster, root) if args.head else {}
     finally:
         cluster.shutdown()
     print(f"prompt -> result round trip, fake session, {args.turns} turns each (ms)")
@@ -245,6 +291,10 @@ def main() -> None:
     for kind, runs in failures.items():
         for run in runs:
             print(f"  {kind:15} " + "   ".join(f"{what} {at:6.3f}" for what, at in run.items()))
+    if head:
+        print("the head's GCS killed: seconds from the kill")
+        for what, at in head.items():
+            print(f"  {what:32} {at:7.2f}")
 
 
 if __name__ == "__main__":

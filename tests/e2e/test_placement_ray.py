@@ -210,7 +210,10 @@ async def test_a_restarted_daemon_reconciles_the_children_of_the_one_killed(
     try:
         assert wait_gone([session["pid"]], timeout=10) == []
         async with raw_client(second) as client:
-            now = {n["node_id"]: n["agent_pid"] for n in (await client.ok("placement.status"))["nodes"]}
+            with trio.fail_after(60):  # no node is listed until the gateway joined the cluster
+                while not (nodes := (await client.ok("placement.status"))["nodes"]):
+                    await trio.sleep(0.1)
+            now = {n["node_id"]: n["agent_pid"] for n in nodes}
             assert {k: v for k, v in now.items() if v} == {k: v for k, v in agents.items() if v}
             closed = (await client.ok("session.get", session_id=session["id"]))["session"]
             assert closed["state"] in ("closed", "failed")
@@ -288,3 +291,118 @@ async def test_a_claude_session_runs_on_a_node(ray_daemon: DaemonProc, tmp_path:
             await client.ok("session.close", session_id=sid)
             assert wait_gone([session["pid"]]) == []
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.vendor
+async def test_an_opencode_session_runs_on_a_node_and_resumes_after_its_server_dies(
+        ray_daemon: DaemonProc, tmp_path: Path) -> None:
+    """On a node an OpenCode session's child is the bridge (its own ``opencode serve`` behind
+    stdin and stdout): the same events as on a shared server of the daemon's, and a server killed
+    on the node ends the child as ``exit crashed SIGKILL``; the session restarts and resumes its
+    conversation, as it does locally (``tests/e2e/test_opencode_e2e.py``)."""
+    from actors.vendors.opencode.driver import BRIDGE
+    from tests.fakes.model_script import call, say
+    from tests.fakes.model_server import FakeModels
+    from tests.fakes.opencode_offline import (
+        INSTALL_HINT,
+        MODEL,
+        offline_env,
+        opencode_binary,
+        provider_config,
+        title_aside,
+    )
+
+    binary = opencode_binary()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"opencode is not installed ({INSTALL_HINT}), and CI must run this test")
+        pytest.skip(f"opencode is not installed ({INSTALL_HINT})")
+    fake = FakeModels([call("bash", command="printf made > made.txt && echo created", description="make it"),
+                       say("Created it."), say("Made it.")], aside=title_aside)
+    work = tmp_path / "work"
+    work.mkdir()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(fake.serve)
+        async with raw_client(ray_daemon) as client:
+            created = await client.call(
+                "session.create", timeout=90, harness="opencode", cwd=str(work), model=MODEL,
+                options={"binary": binary, "config": provider_config(port)}, env=offline_env(tmp_path),
+                permissions={"mode": "auto"})
+            assert created["type"] == "ok", created
+            sid = created["result"]["session"]["id"]
+            await client.ok("session.subscribe", session_id=sid)
+            await client.events_until(sid, lambda f: _kind(f) == "init", timeout=120)
+            session = (await client.ok("session.get", session_id=sid))["session"]
+            assert session["placement"]["backend"] == "ray"
+            assert _node_of(session["pid"]) == session["placement"]["node_id"]
+            assert BRIDGE in " ".join(psutil.Process(session["pid"]).cmdline())
+            assert not [c for c in (await client.ok("daemon.status"))["children"]
+                        if c["kind"] == "opencode-server"]  # no shared server of the daemon's
+
+            await client.ok("session.prompt", session_id=sid, text="create made.txt")
+            turn = [f["event"] for f in await client.events_until(sid, lambda f: _kind(f) == "result", timeout=120)]
+            assert (work / "made.txt").read_text() == "made"
+            tools = [e for e in turn if e["type"] == "tool"]
+            assert (tools[0]["name"], tools[0]["kind"], tools[0]["phase"]) == ("bash", "exec", "started")
+            assert (tools[-1]["phase"], tools[-1]["output"]) == ("completed", "created\n")
+            assert "".join(e["text"] for e in turn if e["type"] == "assistant") == "Created it."
+            assert [e["stop_reason"] for e in turn if e["type"] == "result"] == ["end_turn"]
+
+            (server,) = [p for p in psutil.Process(session["pid"]).children() if "serve" in p.cmdline()]
+            assert _node_of(server.pid) == session["placement"]["node_id"]
+            server.kill()
+            frames = await client.events_until(sid, lambda f: _kind(f) == "init", timeout=120)
+            (exit_event,) = [f["event"] for f in frames if _kind(f) == "exit"]
+            assert (exit_event["reason"], exit_event["signal"]) == ("crashed", "SIGKILL")
+            assert [f for f in frames if _kind(f) == "restarted"]
+            assert wait_gone([session["pid"], server.pid]) == []
+            again = (await client.ok("session.get", session_id=sid))["session"]
+            assert again["placement"]["epoch"] == 2 and again["pid"] != session["pid"]
+
+            await client.ok("session.prompt", session_id=sid, text="what did you make?")
+            turn = [f["event"] for f in await client.events_until(sid, lambda f: _kind(f) == "result", timeout=120)]
+            assert "".join(e["text"] for e in turn if e["type"] == "assistant") == "Made it."
+            last = fake.model_requests()[-1].body["messages"]
+            users = [m["content"] if isinstance(m["content"], str) else
+                     "".join(p.get("text", "") for p in m["content"] if p.get("type") == "text")
+                     for m in last if m["role"] == "user"]
+            assert users == ["create made.txt", "what did you make?"]  # resumed, not a new conversation
+            await client.ok("session.close", session_id=sid)
+            assert wait_gone([again["pid"]]) == []
+        nursery.cancel_scope.cancel()
+
+
+def _gateways(daemon: DaemonProc) -> list[int]:
+    return [p.pid for p in daemon.descendants()
+            if "supervisor.placement.ray.gateway" in " ".join(p.cmdline())]
+
+
+async def test_sigkill_of_the_gateway_restarts_it_and_its_sessions(ray_daemon: DaemonProc, tmp_path: Path) -> None:
+    """The gateway is a permanent child of the daemon: killed, its sessions' children end as
+    ``lost``, the daemon starts a new gateway, the sessions restart on it, the old children are
+    gone and every agent of the old gateway is either the new one's or gone (none orphaned)."""
+    async with raw_client(ray_daemon) as client:
+        session = await _session(client, tmp_path)
+        sid, child = session["id"], session["pid"]
+        before = {n["node_id"]: n["agent_pid"] for n in (await client.ok("placement.status"))["nodes"]
+                  if n["agent_pid"]}
+        (gateway,) = _gateways(ray_daemon)
+        os.kill(gateway, signal.SIGKILL)
+        frames = await client.events_until(sid, lambda f: _kind(f) == "init", timeout=120)
+        exit_event = next(f["event"] for f in frames if _kind(f) == "exit")
+        assert (exit_event["reason"], exit_event["exit_code"], exit_event["signal"]) == ("lost", None, None)
+        assert [f for f in frames if _kind(f) == "restarted"]
+        assert wait_gone([child, gateway], timeout=5) == []
+        assert len(_gateways(ray_daemon)) == 1 and _gateways(ray_daemon) != [gateway]
+        again = (await client.ok("session.get", session_id=sid))["session"]
+        assert again["placement"]["epoch"] == 2 and again["pid"] != child
+        after = {n["node_id"]: n["agent_pid"] for n in (await client.ok("placement.status"))["nodes"]
+                 if n["agent_pid"]}
+        assert set(after) == set(before)
+        orphans = [pid for node, pid in before.items() if after[node] != pid]
+        assert wait_gone(orphans, timeout=3.0 + 2.0) == []  # the heartbeat timeout fences them
+        await client.ok("session.prompt", session_id=sid, text="after the gateway")
+        turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=60)
+        assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "echo: after the gateway"
+        await client.ok("session.close", session_id=sid)
+        assert wait_gone([again["pid"]]) == []

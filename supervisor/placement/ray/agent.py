@@ -9,8 +9,9 @@ the Trio token (``_in_trio``), and Trio wakes an asyncio waiter by resolving its
 
 Per child (named by ``(session_id, epoch)``) a Trio task runs ``open_child`` with ``raw``
 framing: stdout is read in chunks as they come and appended to the child's buffer, which the
-gateway drains with ``stream`` — an async generator that yields *everything* buffered as one
-``bytes`` batch (one Ray yield per batch, not per frame: the agent never parses frames), and
+gateway drains with ``stream`` — an async generator that yields what is buffered as one
+``bytes`` batch of up to ``BATCH_LIMIT`` (one Ray yield per batch, not per frame: the agent never
+parses frames), and
 finally the exit as a tuple ``(reason, exit_code, signal)``. A buffer past ``BUFFER_LIMIT``
 stops the reader (and so the child) until the stream takes it.
 
@@ -50,7 +51,7 @@ from supervisor.proc.killing import signal_all
 from supervisor.proc.prctl import set_child_subreaper
 from supervisor.proc.spec import ExitStatus, ProcessSpec
 
-__all__ = ["BUFFER_LIMIT", "NAMESPACE_ENV", "NODE_ENV", "NodeAgent"]
+__all__ = ["BATCH_LIMIT", "BUFFER_LIMIT", "NAMESPACE_ENV", "NODE_ENV", "NodeAgent"]
 
 NODE_ENV = "CORRAL_NODE_ID"
 """The marker every child of an agent carries: the Ray node id of the agent that spawned it."""
@@ -62,10 +63,14 @@ the agents of two daemons on one node never sweep each other's children)."""
 BUFFER_LIMIT = 8 * 1024 * 1024
 """Bytes of one child's output an agent holds for the stream before it stops reading the child."""
 
+BATCH_LIMIT = 1024 * 1024
+"""Bytes of output one stream yield carries at most (chunks are smaller): the daemon may hold
+one batch beyond its flow-control window (``wire.OUTPUT_WINDOW``), so a batch stays small."""
+
 _CHUNK = 256 * 1024
+"""The largest chunk read from a child's stdout in one go (``raw`` framing's frame limit)."""
 _STDERR_BACKLOG = 1000
 """Stderr lines a child keeps waiting for its stream; more are dropped (its ring keeps the last)."""
-"""The largest chunk read from a child's stdout in one go (``raw`` framing's frame limit)."""
 
 log = logging.getLogger("corral.placement.agent")
 
@@ -102,9 +107,16 @@ class _Child:
         self._wake()
 
     def take(self) -> bytes:
-        data = b"".join(self.chunks)
-        self.chunks.clear()
-        self.size = 0
+        """The oldest buffered chunks, up to ``BATCH_LIMIT`` bytes (at least one chunk)."""
+        count, size = 0, 0
+        for chunk in self.chunks:
+            if count and size + len(chunk) > BATCH_LIMIT:
+                break
+            count += 1
+            size += len(chunk)
+        data = b"".join(self.chunks[:count])
+        del self.chunks[:count]
+        self.size -= size
         return data
 
     def _wake(self) -> None:
@@ -157,12 +169,13 @@ class NodeAgent:
 
     async def spawn(self, session_id: str, epoch: int, argv: list[str], env: dict[str, str | None],
                     cwd: str | None, shutdown: float, kind: str,
-                    secrets: list[str] | None = None) -> dict[str, Any]:
+                    secrets: list[str] | None = None, needs: list[str] | None = None) -> dict[str, Any]:
         """Start a child; its identity on the node (``{"pid", "create_time", "start_ticks",
         "boot_id"}``) or why it did not start (``{"code", "message"}``:
-        ``placement.cwd_missing``, ``placement.binary_missing``, ``launch_failed``)."""
+        ``placement.cwd_missing``, ``placement.binary_missing`` (``argv[0]`` or a program of
+        ``needs``), ``launch_failed``)."""
         await self._started()
-        missing = _missing(argv, env, cwd)
+        missing = _missing([argv[0], *(needs or ())], env, cwd)
         if missing is not None:
             code, what = missing
             return {"code": code, "message": f"{what} on node {self.node_id} ({self.node_ip})"}
@@ -345,19 +358,19 @@ async def _kill(handle: ProcessChild) -> None:
     await handle.close()
 
 
-def _missing(argv: list[str], env: dict[str, str | None], cwd: str | None) -> tuple[str, str] | None:
-    """The ``placement.*`` code and what is missing, if the cwd or the program is not here."""
+def _missing(programs: list[str], env: dict[str, str | None], cwd: str | None) -> tuple[str, str] | None:
+    """The ``placement.*`` code and what is missing, if the cwd or one of the programs is not here."""
     if cwd is not None and not os.path.isdir(cwd):
         return "placement.cwd_missing", f"cwd {cwd!r} does not exist"
-    program = argv[0]
-    if os.sep in program:
-        path = program if cwd is None else os.path.join(cwd, program)
-        found = os.access(path, os.X_OK)
-    else:
-        search = env.get("PATH") or os.environ.get("PATH")
-        found = shutil.which(program, path=search) is not None
-    if not found:
-        return "placement.binary_missing", f"program {program!r} is not found"
+    for program in programs:
+        if os.sep in program:
+            path = program if cwd is None else os.path.join(cwd, program)
+            found = os.access(path, os.X_OK)
+        else:
+            search = env.get("PATH") or os.environ.get("PATH")
+            found = shutil.which(program, path=search) is not None
+        if not found:
+            return "placement.binary_missing", f"program {program!r} is not found"
     return None
 
 

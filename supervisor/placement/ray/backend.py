@@ -8,7 +8,7 @@ daemon's supervised ``placement`` child (``child_spec``). Importing it imports n
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ class RayBackend:
         self._sessions_of = sessions_of or (lambda node_id: 0)
 
     async def status(self) -> PlacementStatus:
-        listed = await self.engine.nodes()
+        listed = await self.engine.nodes(wait=False)  # no node while the gateway (re)joins
         nodes = [] if listed is None else [
             NodeStatus(node_id=n.node_id, node_ip=n.node_ip, alive=n.alive, agent_pid=n.agent_pid,
                        children=len(n.children), sessions=len({s for s, _ in n.children}))
@@ -57,10 +57,12 @@ class RayBackend:
         return choose_node(await self._loads(), wanted=wanted, node_resource=self.config.node_resource)
 
     @asynccontextmanager
-    async def open(self, spec: ProcessSpec, ledger: Any = None, *, node: str = "") -> AsyncIterator[RemoteChild]:
-        """A session child on the node the policy picks (``node``: the one the session named)."""
+    async def open(self, spec: ProcessSpec, ledger: Any = None, *, node: str = "",
+                   needs: Sequence[str] = ()) -> AsyncIterator[RemoteChild]:
+        """A session child on the node the policy picks (``node``: the one the session named);
+        ``needs``: programs besides ``spec.argv[0]`` that must be found on that node."""
         chosen = await self.place(node or None)
-        async with self.engine.open(spec, ledger, node=chosen.node_id) as child:
+        async with self.engine.open(spec, ledger, node=chosen.node_id, needs=needs) as child:
             yield child
 
     async def _loads(self) -> list[NodeLoad]:

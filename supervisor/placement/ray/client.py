@@ -12,6 +12,9 @@ started. It returns (and is restarted) when the gateway ends; every remote child
 through it unchanged (``actors.session.child``): it yields a ``RemoteChild`` with the same
 ``pid``/``send``/``frames``/``close`` as a ``ProcessChild``, framing the raw bytes the agent
 relays with the spec's own framer (``supervisor.proc.pipes.framer_factory``), here in the daemon.
+Its output is flow-controlled (``wire.OUTPUT_WINDOW``, ``Credit``): a session that does not read
+holds at most the window and one batch here, and its child blocks on its node, as a local child
+blocks on its pipe.
 A child's *epoch* is its generation (the last part of the spec's key, ``session:ID:GEN``); the
 frames of an epoch that is not running here (an agent that outlived its fence, a late batch) are
 counted and dropped (``stale_dropped``).
@@ -27,7 +30,7 @@ import hashlib
 import itertools
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,7 @@ from protocol.errors import (
     CorralError,
     FrameTooLarge,
     LaunchFailed,
+    PlacementNoNode,
     ProtocolError,
     error_from_wire,
 )
@@ -47,7 +51,9 @@ from protocol.framing import LengthPrefixFramer
 from protocol.models import Placement
 from supervisor.placement.ray.remote_ledger import RemoteLedger, RemoteRow
 from supervisor.placement.ray.wire import (
+    OUTPUT_WINDOW,
     Close,
+    Credit,
     DaemonFrame,
     Exited,
     GatewayFrame,
@@ -110,6 +116,10 @@ class RemoteChild:
         self._placement = placement
         self._framer = framer_factory(spec)()
         self._chunks: collections.deque[bytes] = collections.deque()
+        self.buffered = 0
+        """Bytes relayed from the node that the session has not taken yet (the flow control
+        keeps them within ``wire.OUTPUT_WINDOW`` and one batch)."""
+        self._taken = 0  # taken since the last ``Credit``
         self._arrived = trio.Event()
         self._ended = trio.Event()
         self._eof = False
@@ -130,7 +140,9 @@ class RemoteChild:
             if frame is not None:
                 return frame
             if self._chunks:
-                self._framer.receive_data(self._chunks.popleft())
+                chunk = self._chunks.popleft()
+                self._framer.receive_data(chunk)
+                self._took(len(chunk))
                 continue
             if self._ended.is_set():
                 if not self._eof:
@@ -181,7 +193,17 @@ class RemoteChild:
 
     def _feed(self, data: bytes) -> None:
         self._chunks.append(data)
+        self.buffered += len(data)
         self._arrived.set()
+
+    def _took(self, size: int) -> None:
+        """The session took ``size`` bytes: give them back to the gateway once they make half
+        the window (one ``Credit`` per half window, not one per batch)."""
+        self.buffered -= size
+        self._taken += size
+        if self._taken >= OUTPUT_WINDOW // 2 and self.status is None:
+            self._placement._post(Credit(session_id=self.session_id, epoch=self.epoch, size=self._taken))
+            self._taken = 0
 
     def _stderr_lines(self, lines: list[str]) -> None:
         for line in lines:  # masked on the node; again here, with this side's secrets
@@ -228,7 +250,12 @@ class RayPlacement:
 
     async def run(self, *, task_status: trio.TaskStatus[RayPlacement] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the gateway until it ends (see the module docstring); cancelling stops every
-        agent first (``corral stop`` leaves nothing on any node)."""
+        agent first (``corral stop`` leaves nothing on any node).
+
+        Ready as soon as the gateway process runs, not once it joined the cluster: joining may
+        take long, or never end while the cluster's head is unreachable (``ray.init`` retries),
+        and a supervisor cannot interrupt a child's start, so a daemon stopping then would wait
+        for it. Requests wait for the connection instead (``_request``)."""
         socket_path = self.state_dir / "placement.sock"
         socket_path.unlink(missing_ok=True)
         config = msgspec.json.encode({"address": self.address, "namespace": self.namespace,
@@ -240,6 +267,7 @@ class RayPlacement:
                            cwd=str(SOURCE_ROOT), shutdown=5.0, framing="ndjson")
         try:
             async with open_child(spec, ledger=self.ledger) as gateway:
+                task_status.started(self)
                 with trio.fail_after(READY_TIMEOUT):
                     async for line in gateway.frames():
                         if line.strip() == b"ready":
@@ -254,9 +282,10 @@ class RayPlacement:
                     self._posts = posts
                     nursery.start_soon(self._read, stream, nursery.cancel_scope)
                     nursery.start_soon(self._post_loop, taken)
-                    self._connected.set()
+                    # Spawns wait for the reconcile, which kills every child it finds: a session
+                    # restarting after a gateway's death must not have its new child among them.
                     await self._boot_reconcile()
-                    task_status.started(self)
+                    self._connected.set()
                     try:
                         await gateway.wait()
                     except trio.Cancelled:
@@ -271,7 +300,8 @@ class RayPlacement:
         finally:
             self._stream = None
             self._posts = None
-            self._connected = trio.Event()
+            if self._connected.is_set():  # (one never set keeps its waiters for the next gateway)
+                self._connected = trio.Event()
             for child in list(self.children.values()):
                 child._end(ExitStatus(reason="lost"))
             self.children.clear()
@@ -282,7 +312,7 @@ class RayPlacement:
         """Kill every child the cluster runs for this state directory (all of them belong to a
         daemon that is gone) and drop the remote ledger's rows."""
         rows = await trio.to_thread.run_sync(self.remote_ledger.load)
-        answer = await self._request(lambda i: Reconcile(id=i, keep=[]))
+        answer = await self._ask(lambda i: Reconcile(id=i, keep=[]))
         if isinstance(answer, Reconciled):
             self.reconciled = answer.killed
             if answer.killed or rows:
@@ -293,15 +323,18 @@ class RayPlacement:
     # --- what sessions use -------------------------------------------------------------------
 
     @asynccontextmanager
-    async def open(self, spec: ProcessSpec, ledger: Any = None, *, node: str = "") -> AsyncIterator[RemoteChild]:
+    async def open(self, spec: ProcessSpec, ledger: Any = None, *, node: str = "",
+                   needs: Sequence[str] = ()) -> AsyncIterator[RemoteChild]:
         """``open_child`` for a session child on a node (``node``: an id or IP, ``""``: the
-        policy's choice). Raises ``PlacementCwdMissing``, ``PlacementBinaryMissing`` (their
+        policy's choice; ``needs``: programs besides ``spec.argv[0]`` the node must have, as a
+        bridge needs the program it runs). Raises ``PlacementCwdMissing``, ``PlacementBinaryMissing`` (their
         messages name the node's id and IP), ``PlacementNoNode`` or ``LaunchFailed``. Leaving the block closes the child (bounded)."""
         session_id, epoch = _identity(spec)
         env = {k: v for k, v in spec.env.items()}
         answer = await self._request(lambda i: Spawn(
             id=i, session_id=session_id, epoch=epoch, argv=list(spec.argv), env=env, cwd=spec.cwd,
-            shutdown=spec.shutdown, kind=spec.kind, node=node, secrets=sorted(spec.secrets)))
+            shutdown=spec.shutdown, kind=spec.kind, node=node, secrets=sorted(spec.secrets),
+            needs=list(needs)))
         if isinstance(answer, SpawnRefused):  # placement.cwd_missing, binary_missing, no_node...
             raise error_from_wire(answer.code, answer.message, {"node": node} if node else None)
         if not isinstance(answer, Spawned):
@@ -322,8 +355,11 @@ class RayPlacement:
                 self.children.pop((session_id, epoch), None)
                 await self.remote_ledger.forget(spec.key)
 
-    async def nodes(self) -> NodeList | None:
-        """The cluster's nodes with their agents and children; ``None`` without a gateway."""
+    async def nodes(self, *, wait: bool = True) -> NodeList | None:
+        """The cluster's nodes with their agents and children; ``None`` without a gateway
+        (``wait=False``: at once, when it is not connected now)."""
+        if not wait and not self._connected.is_set():
+            return None
         answer = await self._request(lambda i: Nodes(id=i))
         return answer if isinstance(answer, NodeList) else None
 
@@ -331,14 +367,24 @@ class RayPlacement:
         """Kill every child on every node and end the agents."""
         if self._stream is None:
             return []
-        answer = await self._request(lambda i: StopAgents(id=i))
+        answer = await self._ask(lambda i: StopAgents(id=i))
         return answer.killed if isinstance(answer, Reconciled) else []
 
     # --- the gateway connection ----------------------------------------------------------------
 
     async def _request(self, make: Callable[[int], DaemonFrame]) -> GatewayFrame | None:
-        with trio.fail_after(_REQUEST_TIMEOUT):
+        """``_ask`` once the gateway is connected and reconciled; ``PlacementNoNode`` when it
+        is not within ``_REQUEST_TIMEOUT`` (the cluster's head unreachable, say)."""
+        with trio.move_on_after(_REQUEST_TIMEOUT):
             await self._connected.wait()
+        if not self._connected.is_set():
+            raise PlacementNoNode(f"the Ray gateway has not joined the cluster at {self.address} "
+                                  f"in {_REQUEST_TIMEOUT:g} s: is its head reachable?",
+                                  data={"nodes": 0})
+        return await self._ask(make)
+
+    async def _ask(self, make: Callable[[int], DaemonFrame]) -> GatewayFrame | None:
+        """Send the request ``make(id)`` and wait for its answer (``None``: the gateway went)."""
         request = next(self._requests)
         event, box = trio.Event(), list[GatewayFrame]()
         self._waiting[request] = (event, box)

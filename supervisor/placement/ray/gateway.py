@@ -18,7 +18,9 @@ Theory of operation (asyncio, one loop):
   ``Exited{reason: lost}``, and the next scan gives its node, if alive, a new agent.
 * ``Spawn`` goes to the node asked for, or to the eligible node with the fewest live children
   (ties: the smallest node id); one task per child relays the agent's stream, a batch of raw
-  bytes per Ray yield, as ``Output`` frames, then ``Exited``.
+  bytes per Ray yield, as ``Output`` frames, then ``Exited``; it relays output only while the
+  child has credit (``OutputCredit``, ``wire.Credit``) and lets the agent yield only
+  ``_STREAM_AHEAD`` batches ahead, so a session that does not read stops its child.
 * When the daemon's connection ends the gateway exits; the agents fence themselves if no
   gateway takes them over in time.
 """
@@ -35,7 +37,9 @@ from typing import Any
 import msgspec
 
 from supervisor.placement.ray.wire import (
+    OUTPUT_WINDOW,
     Close,
+    Credit,
     DaemonFrame,
     Exited,
     GatewayFrame,
@@ -61,6 +65,32 @@ SCAN_PERIOD = 1.0
 """Seconds between two looks at the cluster's nodes."""
 
 _AGENT_START_TIMEOUT = 60.0
+_STREAM_AHEAD = 2
+"""Batches an agent's stream may yield before the gateway took them (Ray's generator
+backpressure): the agent holds the rest, so a child whose output waits for credit blocks."""
+
+
+class OutputCredit:
+    """The bytes of one child's output the gateway may still relay (``wire.Credit``): it starts
+    with ``OUTPUT_WINDOW``; ``spend`` takes a batch's size (one batch may overdraw it), ``wait``
+    returns once some is left, ``grant`` gives back what the daemon's session took."""
+
+    def __init__(self, window: int = OUTPUT_WINDOW) -> None:
+        self.left = window
+        self._more = asyncio.Event()
+
+    def spend(self, size: int) -> None:
+        self.left -= size
+
+    def grant(self, size: int) -> None:
+        self.left += size
+        if self.left > 0:
+            self._more.set()
+
+    async def wait(self) -> None:
+        while self.left <= 0:
+            self._more.clear()
+            await self._more.wait()
 
 
 class GatewayConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -95,6 +125,7 @@ class Gateway:
         self.agents: dict[str, _Agent] = {}
         self.children: dict[tuple[str, int], str] = {}  # (session, epoch) -> node id
         self.relays: dict[tuple[str, int], asyncio.Task[None]] = {}
+        self.credits: dict[tuple[str, int], OutputCredit] = {}
         self.writer: asyncio.StreamWriter | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
@@ -103,21 +134,32 @@ class Gateway:
     # --- the cluster ------------------------------------------------------------------------
 
     async def watch(self) -> None:
-        """Scan the nodes and keep the agents' heartbeat, forever."""
-        beat = min(1.0, self.config.heartbeat_timeout / 4)
-        next_scan = 0.0
-        loop = asyncio.get_running_loop()
+        """Scan the nodes and keep the agents' heartbeat, forever: two loops, so a scan that
+        hangs (the head's GCS is gone and ``ray.nodes()`` retries) stops no heartbeat, and the
+        agents keep their children while their nodes live."""
+        await asyncio.gather(self._scan_loop(), self._beat_loop())
+
+    async def _scan_loop(self) -> None:
         while True:
-            if loop.time() >= next_scan:
-                await self.scan()
-                next_scan = loop.time() + SCAN_PERIOD
+            await self.scan()
+            await asyncio.sleep(SCAN_PERIOD)
+
+    async def _beat_loop(self) -> None:
+        beat = min(1.0, self.config.heartbeat_timeout / 4)
+        while True:
             for agent in list(self.agents.values()):
                 if agent.ready.is_set() and not agent.lost:
                     self._spawn_task(self._beat(agent))
             await asyncio.sleep(beat)
 
     async def scan(self) -> None:
-        raw = await asyncio.to_thread(self.ray.nodes)
+        """List the nodes; start an agent on each eligible node without one, lose the agents of
+        nodes gone. A listing that fails (the GCS unreachable) keeps the last view."""
+        try:
+            raw = await asyncio.to_thread(self.ray.nodes)
+        except Exception as exc:  # noqa: BLE001 (Ray raises many kinds; all mean "not now")
+            log.warning("cannot list the cluster's nodes: %s", exc)
+            return
         nodes: dict[str, Node] = {}
         for entry in raw:
             resources = {k: float(v) for k, v in (entry.get("Resources") or {}).items()}
@@ -218,6 +260,10 @@ class Gateway:
                 agent = self._agent_of(sid, epoch)
                 if agent is not None:
                     self._spawn_task(self._call(agent, agent.handle.close.remote(sid, epoch, brutal)))
+            case Credit(session_id=sid, epoch=epoch, size=size):
+                credit = self.credits.get((sid, epoch))
+                if credit is not None:
+                    credit.grant(size)
             case Nodes(id=request):
                 self._write(NodeList(id=request, address=self.config.address, nodes=self._node_list()))
             case Reconcile(id=request, keep=keep):
@@ -235,7 +281,7 @@ class Gateway:
         try:
             started = await agent.handle.spawn.remote(frame.session_id, frame.epoch, frame.argv,
                                                       frame.env, frame.cwd, frame.shutdown, frame.kind,
-                                                      frame.secrets)
+                                                      frame.secrets, frame.needs)
         except self._died as exc:
             self._lose(agent)
             self._write(SpawnRefused(id=frame.id, code="launch_failed",
@@ -279,13 +325,17 @@ class Gateway:
 
     async def _relay(self, agent: _Agent, session_id: str, epoch: int) -> None:
         key = (session_id, epoch)
+        credit = self.credits[key] = OutputCredit()
+        stream = agent.handle.stream.options(_generator_backpressure_num_objects=_STREAM_AHEAD)
         try:
-            async for ref in agent.handle.stream.remote(session_id, epoch):
+            async for ref in stream.remote(session_id, epoch):
                 item = await ref
                 if isinstance(item, bytes):
                     self._write(Output(session_id=session_id, epoch=epoch, data=item))
+                    credit.spend(len(item))
                     if self.writer is not None:
                         await self.writer.drain()
+                    await credit.wait()  # the next batch waits in the agent, its child on its pipe
                 elif isinstance(item, list):
                     self._write(Stderr(session_id=session_id, epoch=epoch, lines=item))
                 else:
@@ -300,6 +350,7 @@ class Gateway:
             if self.relays.get(key) is asyncio.current_task():
                 del self.relays[key]
                 self.children.pop(key, None)
+                self.credits.pop(key, None)
 
     async def _call(self, agent: _Agent, ref: Any) -> None:
         try:

@@ -5,10 +5,17 @@ import it. Every frame about a child carries ``(session_id, epoch)``; an epoch i
 of a session's child, so a frame of an epoch the daemon no longer runs is recognised and dropped.
 
 Daemon → gateway: ``Spawn`` (answered by ``Spawned`` or ``SpawnRefused`` with the same ``id``),
-``Send``, ``Close``, ``Nodes`` (answered by ``NodeList``), ``Reconcile`` (answered by
+``Send``, ``Close``, ``Credit``, ``Nodes`` (answered by ``NodeList``), ``Reconcile`` (answered by
 ``Reconciled``), ``StopAgents`` (answered by ``Reconciled``). Gateway → daemon: ``Output`` (a
 batch of a child's raw stdout bytes, never parsed on the way), ``Exited`` (after the last
 ``Output`` of that epoch; ``reason`` ``lost`` when its agent or node was lost).
+
+Flow control: the gateway relays a child's ``Output`` only while it holds credit for it, and it
+starts with ``OUTPUT_WINDOW`` bytes; the daemon gives back, with ``Credit``, the bytes its
+session has taken. So the daemon never holds more than the window and one batch of a child's
+output that its session has not read; past that the gateway stops pulling the agent's stream,
+the agent's buffer fills, the agent stops reading the child's stdout and the child blocks on its
+pipe, as a local child whose session does not read.
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ from typing import Literal
 import msgspec
 
 __all__ = [
+    "OUTPUT_WINDOW",
     "Close",
+    "Credit",
     "DaemonFrame",
     "Exited",
     "GatewayFrame",
@@ -39,6 +48,10 @@ __all__ = [
 ]
 
 
+OUTPUT_WINDOW = 4 * 1024 * 1024
+"""Bytes of one child's output the gateway may relay beyond what the daemon gave back."""
+
+
 class _Frame(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_defaults=True):
     pass
 
@@ -57,6 +70,8 @@ class Spawn(_Frame, tag="spawn", frozen=True):
     node: str = ""
     secrets: list[str] = []
     """Values masked as ``***`` in the stderr lines the agent keeps and relays."""
+    needs: list[str] = []
+    """Programs besides ``argv[0]`` that must be found on the node (else ``binary_missing``)."""
 
 
 class Spawned(_Frame, tag="spawned", frozen=True):
@@ -94,6 +109,14 @@ class Close(_Frame, tag="close", frozen=True):
     session_id: str
     epoch: int
     brutal: bool = False
+
+
+class Credit(_Frame, tag="credit", frozen=True):
+    """The daemon's session took ``size`` more bytes of the child's output: relay that many more."""
+
+    session_id: str
+    epoch: int
+    size: int
 
 
 class Nodes(_Frame, tag="nodes", frozen=True):
@@ -166,7 +189,7 @@ class Exited(_Frame, tag="exited", frozen=True):
     signal: str | None = None
 
 
-DaemonFrame = Spawn | Send | Close | Nodes | Reconcile | StopAgents
+DaemonFrame = Spawn | Send | Close | Credit | Nodes | Reconcile | StopAgents
 GatewayFrame = Spawned | SpawnRefused | NodeList | Reconciled | Output | Stderr | Exited
 
 _encoder = msgspec.msgpack.Encoder()

@@ -16,7 +16,9 @@ import pytest
 import trio
 
 from protocol.errors import ChildExited, PlacementBinaryMissing, PlacementCwdMissing
+from supervisor.placement.ray.agent import BATCH_LIMIT
 from supervisor.placement.ray.client import RayPlacement
+from supervisor.placement.ray.wire import OUTPUT_WINDOW
 from supervisor.proc.identity import boot_id
 from supervisor.proc.spec import ProcessSpec
 from tests.raycluster import RayCluster
@@ -76,13 +78,17 @@ async def test_missing_cwd_and_binary_name_the_node(placement: RayPlacement, tmp
         with pytest.raises(PlacementBinaryMissing) as binary:
             async with placement.open(_spec("c", 2, argv=["corral-no-such-binary"])):
                 pass
+        with pytest.raises(PlacementBinaryMissing) as needed:  # what a bridge runs (OpenCode's)
+            async with placement.open(_spec("c", 3), needs=["corral-no-such-tool"]):
+                pass
         listed = await placement.nodes()
         assert listed is not None
-        for refused in (cwd.value, binary.value):
+        for refused in (cwd.value, binary.value, needed.value):
             named = [n for n in listed.nodes if n.node_id in refused.message]
             assert len(named) == 1 and f"({named[0].node_ip})" in refused.message
         assert "/nonexistent/corral-cwd" in cwd.value.message
         assert "corral-no-such-binary" in binary.value.message
+        assert "corral-no-such-tool" in needed.value.message
 
 
 GRANDPARENT = [sys.executable, "-u", "-c",
@@ -161,3 +167,38 @@ async def test_an_agent_that_loses_the_heartbeat_kills_its_children_and_exits(
                     started = trio.current_time()
                     left = await trio.to_thread.run_sync(_gone, [child.pid, agent], 3.0 + 2.0)
                     assert left == [], f"alive {trio.current_time() - started:.1f} s after the gateway died"
+
+
+FLOOD_LINES = 65536  # 64 MiB of 1 KiB lines: more than every buffer on the way holds
+FLOOD = [sys.executable, "-u", "-c",
+         ("import pathlib, sys\n"
+          "line = b'x' * 1023 + b'\\n'\n"
+          f"for _ in range({FLOOD_LINES}):\n"
+          "    sys.stdout.buffer.write(line)\n"
+          "sys.stdout.buffer.flush()\n"
+          "pathlib.Path(sys.argv[1]).touch()\n")]
+
+
+async def test_a_session_that_does_not_read_stops_its_remote_child(
+        placement: RayPlacement, tmp_path: object) -> None:
+    """The daemon holds at most the window and one batch of a remote child's output that its
+    session did not take, and the child blocks on its node, as a local child on its pipe; once
+    the session reads, every line arrives."""
+    done = os.path.join(str(tmp_path), "flooded")
+    with trio.fail_after(120):
+        async with placement.open(_spec("w", 1, argv=[*FLOOD, done])) as child:
+            while child.buffered < OUTPUT_WINDOW:
+                await trio.sleep(0.05)
+            held = []
+            for _ in range(20):  # two seconds in which nothing is read: the output stays bounded
+                held.append(child.buffered)
+                await trio.sleep(0.1)
+            assert max(held) <= OUTPUT_WINDOW + BATCH_LIMIT, max(held)
+            assert not os.path.exists(done), "the child wrote all its output with nobody reading"
+            count = 0
+            async for frame in child.frames():
+                assert frame == b"x" * 1023
+                count += 1
+            assert count == FLOOD_LINES
+            assert os.path.exists(done)
+            assert (await child.close()).reason == "exited"

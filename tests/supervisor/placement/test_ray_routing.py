@@ -1,5 +1,6 @@
 """The daemon's side of the Ray backend without a cluster: how gateway frames reach remote
-children (``RayPlacement._route``), the epoch fence, and the daemon-side framing of raw bytes."""
+children (``RayPlacement._route``), the epoch fence, the daemon-side framing of raw bytes, and
+the flow control of a child's output (``wire.Credit``) on both sides of the gateway's socket."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import trio
 from protocol.errors import FrameTooLarge
 from supervisor.placement.ray.client import RayPlacement, RemoteChild
 from supervisor.placement.ray.wire import (
+    OUTPUT_WINDOW,
+    Credit,
     Exited,
     Output,
     Spawned,
@@ -66,3 +69,55 @@ async def test_an_over_long_frame_from_a_node_is_a_framing_error(tmp_path: Path)
     assert await frames.__anext__() == b"ok"
     with pytest.raises(FrameTooLarge), trio.fail_after(1):
         await frames.__anext__()
+
+
+async def test_output_is_given_back_as_the_session_takes_it(tmp_path: Path) -> None:
+    """The daemon's half of the flow control: relayed bytes wait in ``buffered`` and no credit
+    goes back until the session takes them; then one ``Credit`` per half window it took."""
+    placement = RayPlacement(tmp_path, None)
+    posts, posted = trio.open_memory_channel[object](100)
+    placement._posts = posts
+    child = _child(placement, "s", 1, limit=OUTPUT_WINDOW)
+    line = b"x" * 1023 + b"\n"
+    batch = line * (OUTPUT_WINDOW // 4 // len(line))  # a quarter of the window
+    for _ in range(6):
+        _route(placement, Output(session_id="s", epoch=1, data=batch))
+    assert child.buffered == 6 * len(batch)
+    with pytest.raises(trio.WouldBlock):
+        posted.receive_nowait()  # nothing taken, nothing given back
+    frames = child.frames()
+    taken = 0
+    while taken < 3 * len(batch):
+        taken += len(await frames.__anext__()) + 1
+    credits = []
+    while True:
+        try:
+            credits.append(posted.receive_nowait())
+        except trio.WouldBlock:
+            break
+    assert credits == [Credit(session_id="s", epoch=1, size=2 * len(batch))]
+    assert child.buffered == 6 * len(batch) - 3 * len(batch)
+
+
+async def test_the_gateway_relays_only_on_credit() -> None:
+    """The gateway's half: a batch may overdraw the credit, the next waits until it is given
+    back (asyncio, as in the gateway)."""
+    import asyncio
+
+    from supervisor.placement.ray.gateway import OutputCredit
+
+    async def run() -> None:
+        credit = OutputCredit(window=100)
+        await asyncio.wait_for(credit.wait(), 1)
+        credit.spend(150)  # one batch larger than what was left
+        waiting = asyncio.create_task(credit.wait())
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        credit.grant(40)  # still overdrawn
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        credit.grant(60)
+        await asyncio.wait_for(waiting, 1)
+        assert credit.left == 50
+
+    await trio.to_thread.run_sync(asyncio.run, run())

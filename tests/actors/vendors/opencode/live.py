@@ -18,6 +18,7 @@ from actors.harness import HarnessRequest, Output, Send
 from actors.vendors.opencode import OpenCodeDriver, OpenCodeServers, OpenCodeTranslator
 from protocol.events import Event
 from protocol.models import Permissions
+from supervisor.proc.spec import ProcessSpec
 from tests.fakes.opencode_offline import MODEL, offline_env, provider_config
 
 __all__ = ["LiveOpenCode", "make_request"]
@@ -38,8 +39,10 @@ class LiveOpenCode:
     """One session attached to a shared server; events land in ``events``."""
 
     def __init__(self, servers: OpenCodeServers, request: HarnessRequest,
-                 record: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 record: Callable[[dict[str, Any]], None] | None = None, *, opener: Any = None) -> None:
         self.driver = OpenCodeDriver(servers)
+        self.opener = opener
+        """A placement backend's ``open`` (the child is then the bridge, a process)."""
         self.request = request
         self.translator = OpenCodeTranslator(request)
         self.events: list[Event] = []
@@ -54,7 +57,9 @@ class LiveOpenCode:
         public = msgspec.structs.replace(self.request, env={})
         self._record({"dir": "meta", "request": msgspec.to_builtins(public)})
         try:
-            async with self.driver.spawn(launch, None, None) as child:
+            spec = ProcessSpec(key=f"session:{self.request.session_id}:1", kind="harness:opencode",
+                               argv=launch.argv, cwd=launch.cwd, env=launch.env)
+            async with self.driver.spawn(launch, spec, None, opener=self.opener) as child:
                 self.child = child
                 await self.call("start")
                 task_status.started(self)
