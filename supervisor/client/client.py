@@ -104,6 +104,9 @@ class Client:
         """How many times a subscription was renewed after ``lagged`` or a full buffer."""
         self._nursery = nursery
         self._ids = itertools.count(1)
+        self._unsubscribing: dict[str, trio.Event] = {}
+        """Sessions whose unsubscribe is on its way: a new subscription to one waits for it,
+        or the late unsubscribe would end the new subscription on the daemon."""
         self._router = Router()
 
     # --- requests ---------------------------------------------------------------------------
@@ -215,6 +218,11 @@ class Client:
         subscriptions = self._router.subscriptions
         if session_id in subscriptions:
             raise BadRequest(f"already subscribed to {session_id} on this connection")
+        unsubscribing = self._unsubscribing.get(session_id)
+        if unsubscribing is not None:  # an earlier follower's unsubscribe goes first
+            await unsubscribing.wait()
+            if session_id in subscriptions:
+                raise BadRequest(f"already subscribed to {session_id} on this connection")
         next_seq = max(from_seq, 1)
         target: int | None = None
         sub: Subscription | None = None
@@ -328,16 +336,22 @@ class Client:
     def _unsubscribe_soon(self, session_id: str) -> None:
         if self._router.lost is not None:
             return
+        done = self._unsubscribing[session_id] = trio.Event()
         try:
-            self._nursery.start_soon(self._unsubscribe, session_id)
+            self._nursery.start_soon(self._unsubscribe, session_id, done)
         except RuntimeError:
-            pass  # the client is closing: the daemon drops the subscription with the connection
+            self._unsubscribing.pop(session_id, None)
+            done.set()  # the client is closing: the daemon drops the subscription with the connection
 
-    async def _unsubscribe(self, session_id: str) -> None:
+    async def _unsubscribe(self, session_id: str, done: trio.Event) -> None:
         try:
             await self._call(SessionUnsubscribe(id=0, session_id=session_id), Empty)
         except CorralError as exc:
             log.debug("unsubscribe from %s: %s", session_id, exc)
+        finally:
+            if self._unsubscribing.get(session_id) is done:
+                del self._unsubscribing[session_id]
+            done.set()
 
 
 def _method(message: Request) -> str:

@@ -440,3 +440,35 @@ async def test_discovery_reads_its_files_off_the_event_loop(
         async with open_client(short_dir / "no-daemon"):
             pass
     assert readers and loop_thread not in readers
+
+
+async def test_a_new_subscription_waits_for_the_last_ones_unsubscribe(
+        autojump_clock: trio.testing.MockClock, nursery: trio.Nursery) -> None:
+    """Following a session again at once on the same connection (the ACP facade's load after a
+    resume): a late unsubscribe of the first follower would end the second's subscription on
+    the daemon, so the second subscribe goes out only once the unsubscribe was answered."""
+    seen: list[str] = []
+
+    async def script(peer: _Script) -> None:
+        await peer.welcome()
+        while True:
+            try:
+                request = await peer.receive()
+            except ConnectionClosed:
+                return
+            seen.append(str(request["type"]))
+            if request["type"] == "session.unsubscribe":
+                await trio.sleep(1)  # a daemon slow to answer
+                seen.append("unsubscribe answered")
+                await peer.send(type="ok", id=request["id"], result={})
+            else:
+                await peer.send(type="ok", id=request["id"], result={"last_seq": 1})
+                await peer.event(1)
+
+    stream = await _scripted(nursery, script)
+    async with open_client_on(stream, "t") as client:
+        for _ in range(2):
+            async with aclosing(client.events("s-1", 1)) as events:
+                assert (await anext(events)).seq == 1
+    assert seen[:4] == ["session.subscribe", "session.unsubscribe", "unsubscribe answered",
+                        "session.subscribe"]
