@@ -18,7 +18,8 @@ from protocol.messages import PlacementStatus
 from protocol.models import ChildProcess, NodeStatus
 from supervisor.placement.config import PlacementConfig
 from supervisor.placement.policy import NodeLoad, choose_node
-from supervisor.placement.ray.client import RayPlacement, RemoteChild
+from supervisor.placement.ray.client import RayPlacement
+from supervisor.placement.ray.remotechild import RemoteChild
 from supervisor.proc.recorder import SpawnRecorder
 from supervisor.proc.spec import ProcessSpec
 

@@ -24,7 +24,6 @@ This module never imports Ray: Ray lives in the gateway process.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import hashlib
 import itertools
@@ -41,19 +40,14 @@ import trio
 from protocol.errors import (
     ChildExited,
     CorralError,
-    FrameTooLarge,
     LaunchFailed,
     PlacementNoNode,
-    ProtocolError,
     error_from_wire,
 )
 from protocol.framing import LengthPrefixFramer
-from protocol.models import Placement
 from supervisor.placement.ray.remote_ledger import RemoteLedger, RemoteRow
+from supervisor.placement.ray.remotechild import RemoteChild
 from supervisor.placement.ray.wire import (
-    OUTPUT_WINDOW,
-    Close,
-    Credit,
     DaemonFrame,
     Exited,
     GatewayFrame,
@@ -63,7 +57,6 @@ from supervisor.placement.ray.wire import (
     Stderr,
     Reconcile,
     Reconciled,
-    Send,
     Spawn,
     Spawned,
     SpawnRefused,
@@ -71,15 +64,13 @@ from supervisor.placement.ray.wire import (
     decode_gateway_frame,
     encode,
 )
-from supervisor.proc.child import Goodbye, ProcessSpec, open_child
-from supervisor.proc.pipes import FrameIterator, framer_factory
+from supervisor.proc.child import ProcessSpec, open_child
 from supervisor.proc.recorder import SpawnRecorder
-from supervisor.proc.spec import ExitStatus, redact
+from supervisor.proc.spec import ExitStatus
 
-__all__ = ["RayPlacement", "RemoteChild"]
+__all__ = ["RayPlacement"]
 
 log = logging.getLogger("corral.placement")
-child_log = logging.getLogger("corral.child")  # a remote child's stderr, as a local child's
 
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
 """The directory that holds ``supervisor``: the gateway's cwd, so ``-m`` finds this code (and
@@ -89,136 +80,6 @@ READY_TIMEOUT = 120.0
 """Seconds the gateway may take to join the cluster and find its nodes."""
 
 _REQUEST_TIMEOUT = 90.0
-_LOST_MARGIN = 5.0
-"""Seconds past a child's shutdown a close waits for the agent before it counts the child lost."""
-
-
-class RemoteChild:
-    """A session child running under a node agent; ``supervisor.proc.ProcessChild``'s interface.
-
-    ``pid`` is its pid on its node, ``node_id``/``node_ip``/``agent_pid`` where it runs,
-    ``epoch`` its generation. ``status`` is set once it ended (``reason="lost"`` when its agent,
-    node or gateway was lost).
-    """
-
-    def __init__(self, placement: RayPlacement, spec: ProcessSpec, session_id: str, epoch: int,
-                 spawned: Spawned) -> None:
-        self.spec = spec
-        self.key = spec.key
-        self.session_id = session_id
-        self.epoch = epoch
-        self.pid = spawned.pid
-        self.node_id = spawned.node_id
-        self.node_ip = spawned.node_ip
-        self.agent_pid = spawned.agent_pid
-        self.status: ExitStatus | None = None
-        self.failure: FrameTooLarge | ProtocolError | None = None
-        self._placement = placement
-        self._framer = framer_factory(spec)()
-        self._chunks: collections.deque[bytes] = collections.deque()
-        self.buffered = 0
-        """Bytes relayed from the node that the session has not taken yet (the flow control
-        keeps them within ``wire.OUTPUT_WINDOW`` and one batch)."""
-        self._taken = 0  # taken since the last ``Credit``
-        self._arrived = trio.Event()
-        self._ended = trio.Event()
-        self._eof = False
-        self._close_asked = False
-        self._stderr: collections.deque[str] = collections.deque(maxlen=spec.stderr_lines)
-
-    async def send(self, data: bytes) -> None:
-        """Write ``data`` to the child's stdin (through the gateway); ``ChildExited`` once it ended."""
-        if self.status is not None:
-            raise ChildExited(f"child {self.key!r} no longer reads its stdin", data={"pid": self.pid})
-        await self._placement._send(Send(session_id=self.session_id, epoch=self.epoch, data=data))
-
-    async def receive_frame(self) -> bytes:
-        """The next stdout frame (as ``ProcessChild.receive_frame``): ``trio.EndOfChannel`` at
-        the end, the framing error that stopped the child after the intact frames before it."""
-        while True:
-            frame = self._framer.next_frame()
-            if frame is not None:
-                return frame
-            if self._chunks:
-                chunk = self._chunks.popleft()
-                self._framer.receive_data(chunk)
-                self._took(len(chunk))
-                continue
-            if self._ended.is_set():
-                if not self._eof:
-                    self._eof = True
-                    self._framer.eof()
-                    continue
-                raise trio.EndOfChannel
-            self._arrived = trio.Event()
-            await self._arrived.wait()
-
-    def frames(self) -> AsyncIterator[bytes]:
-        return FrameIterator(self.receive_frame)
-
-    @property
-    def placement(self) -> Placement:
-        """Where it runs, as sessions report it."""
-        return Placement(backend="ray", node_id=self.node_id, node_ip=self.node_ip, epoch=self.epoch)
-
-    def stderr_tail(self) -> list[str]:
-        """The last ``spec.stderr_lines`` lines the child wrote to stderr, oldest first."""
-        return list(self._stderr)
-
-    def kill_group(self) -> None:
-        """SIGKILL the child's group and family on its node."""
-        self._placement._post(Close(session_id=self.session_id, epoch=self.epoch, brutal=True))
-
-    async def wait(self) -> ExitStatus:
-        await self._ended.wait()
-        return self._final_status()
-
-    async def close(self, goodbye: Goodbye | None = None) -> ExitStatus:
-        """The close sequence, run on the node: ``goodbye`` (here), then stdin closed, SIGTERM
-        and SIGKILL within ``spec.shutdown``; the status once the agent reaped it. Shielded and
-        bounded: a node that does not answer within the shutdown and a margin is counted lost."""
-        with trio.CancelScope(shield=True):
-            if not self._ended.is_set() and not self._close_asked:
-                self._close_asked = True
-                if goodbye is not None:
-                    with trio.move_on_after(self.spec.shutdown), contextlib.suppress(Exception):
-                        await goodbye(self)  # type: ignore[arg-type]
-                with contextlib.suppress(Exception):
-                    await self._placement._send(Close(session_id=self.session_id, epoch=self.epoch))
-            with trio.move_on_after(self.spec.shutdown + _LOST_MARGIN):
-                await self._ended.wait()
-            if not self._ended.is_set():
-                self._end(ExitStatus(reason="lost"))
-        return self._final_status()
-
-    def _feed(self, data: bytes) -> None:
-        self._chunks.append(data)
-        self.buffered += len(data)
-        self._arrived.set()
-
-    def _took(self, size: int) -> None:
-        """The session took ``size`` bytes: give them back to the gateway once they make half
-        the window (one ``Credit`` per half window, not one per batch)."""
-        self.buffered -= size
-        self._taken += size
-        if self._taken >= OUTPUT_WINDOW // 2 and self.status is None:
-            self._placement._post(Credit(session_id=self.session_id, epoch=self.epoch, size=self._taken))
-            self._taken = 0
-
-    def _stderr_lines(self, lines: list[str]) -> None:
-        for line in lines:  # masked on the node; again here, with this side's secrets
-            line = redact(line, self.spec.secrets)
-            self._stderr.append(line)
-            child_log.info("[%s %d] %s", self.key, self.pid, line)
-
-    def _end(self, status: ExitStatus) -> None:
-        if self.status is None:
-            self.status = status
-        self._ended.set()
-        self._arrived.set()
-
-    def _final_status(self) -> ExitStatus:
-        return self.status or ExitStatus(reason="lost")
 
 
 class RayPlacement:
@@ -303,7 +164,7 @@ class RayPlacement:
             if self._connected.is_set():  # (one never set keeps its waiters for the next gateway)
                 self._connected = trio.Event()
             for child in list(self.children.values()):
-                child._end(ExitStatus(reason="lost"))
+                child.end(ExitStatus(reason="lost"))
             self.children.clear()
             for event, _ in self._waiting.values():
                 event.set()
@@ -389,14 +250,14 @@ class RayPlacement:
         event, box = trio.Event(), list[GatewayFrame]()
         self._waiting[request] = (event, box)
         try:
-            await self._send(make(request))
+            await self.send_frame(make(request))
             with trio.fail_after(_REQUEST_TIMEOUT):
                 await event.wait()
         finally:
             del self._waiting[request]
         return box[0] if box else None
 
-    async def _send(self, frame: DaemonFrame) -> None:
+    async def send_frame(self, frame: DaemonFrame) -> None:
         stream = self._stream
         if stream is None:
             raise ChildExited("the Ray gateway is gone")
@@ -404,7 +265,7 @@ class RayPlacement:
         async with self._send_lock:
             await stream.send_all(len(payload).to_bytes(4, "big") + payload)
 
-    def _post(self, frame: DaemonFrame) -> None:
+    def post_frame(self, frame: DaemonFrame) -> None:
         if self._posts is not None:
             with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
                 self._posts.send_nowait(frame)
@@ -412,7 +273,7 @@ class RayPlacement:
     async def _post_loop(self, taken: trio.MemoryReceiveChannel[DaemonFrame]) -> None:
         async for frame in taken:
             with contextlib.suppress(CorralError, trio.BrokenResourceError, trio.ClosedResourceError):
-                await self._send(frame)
+                await self.send_frame(frame)
 
     async def _read(self, stream: trio.SocketStream, scope: trio.CancelScope) -> None:
         framer = LengthPrefixFramer(64 * 1024 * 1024)
@@ -438,19 +299,19 @@ class RayPlacement:
                 if child is None or child.status is not None:
                     self.stale_dropped += 1
                     return
-                child._feed(data)
+                child.feed(data)
             case Stderr(session_id=sid, epoch=epoch, lines=lines):
                 child = self.children.get((sid, epoch))
                 if child is None or child.status is not None:
                     self.stale_dropped += 1
                     return
-                child._stderr_lines(lines)
+                child.add_stderr(lines)
             case Exited(session_id=sid, epoch=epoch, reason=reason, exit_code=code, signal=sig):
                 child = self.children.get((sid, epoch))
                 if child is None:
                     self.stale_dropped += 1
                     return
-                child._end(ExitStatus(reason=reason, exit_code=code, signal=sig))
+                child.end(ExitStatus(reason=reason, exit_code=code, signal=sig))
             case Spawned(id=request) | SpawnRefused(id=request) | NodeList(id=request) | Reconciled(id=request):
                 waiting = self._waiting.get(request)
                 if waiting is not None:

@@ -10,7 +10,8 @@ import pytest
 import trio
 
 from protocol.errors import FrameTooLarge
-from supervisor.placement.ray.client import RayPlacement, RemoteChild
+from supervisor.placement.ray.client import RayPlacement
+from supervisor.placement.ray.remotechild import RemoteChild
 from supervisor.placement.ray.wire import (
     OUTPUT_WINDOW,
     Credit,
