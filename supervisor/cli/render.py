@@ -18,6 +18,7 @@ import json
 from typing import Any, Literal, TextIO
 
 from protocol.models import Detection
+from protocol.sandbox import SandboxInfo
 from protocol.events import (
     Assistant,
     Checkpoint,
@@ -174,8 +175,10 @@ def describe(event: Event, *, color: bool = False) -> str:
             return red(f"error [{error_class}] {code}: {message}")
         case Status(state=state, stalled=stalled):
             return dim(f"· {state}{' (stalled)' if stalled else ''}")
-        case Init(model=model, cwd=cwd, vendor_session_id=vendor_id):
-            return dim(f"· init {model or '?'} in {cwd or '?'} (vendor session {vendor_id or '?'})")
+        case Init(model=model, cwd=cwd, vendor_session_id=vendor_id, sandbox=sandbox):
+            boxed = (f", sandboxed: {sandbox.effective}, net {sandbox.net}"
+                     if isinstance(sandbox, SandboxInfo) else "")
+            return dim(f"· init {model or '?'} in {cwd or '?'} (vendor session {vendor_id or '?'}{boxed})")
         case Restarted(attempt=attempt, reason=reason):
             return f"↻ restarted (attempt {attempt}): {reason}"
         case Exit(exit_code=code, signal=sig, reason=reason):

@@ -10,6 +10,7 @@ from protocol.events import (
     Checkpoint,
     Error,
     Exit,
+    Init,
     Permission,
     PermissionDecided,
     Result,
@@ -21,6 +22,7 @@ from protocol.events import (
     User,
 )
 from protocol.models import ChildProcess, Detection, Features, Placement, ProviderInfo, SessionInfo
+from protocol.sandbox import SandboxInfo
 from supervisor.cli.render import Renderer, describe, harness_rows, short
 from supervisor.cli.tables import child_rows, session_rows
 
@@ -83,6 +85,14 @@ def test_a_refused_connection_says_what_was_blocked() -> None:
     assert describe(refused, color=True) == "\x1b[31m⊘ sandbox: network denied: evil.example:443 (not in allow_hosts)\x1b[0m"
     repeats = SandboxEvent(host="evil.example", port=443, count=12)
     assert describe(repeats) == "⊘ sandbox: network denied ×12 more: evil.example:443 (not in allow_hosts)"
+
+
+def test_the_init_line_says_whether_and_how_the_session_is_sandboxed() -> None:
+    plain = Init(model="m", cwd="/w", vendor_session_id="v")
+    assert describe(plain) == "· init m in /w (vendor session v)"
+    boxed = Init(model="m", cwd="/w", vendor_session_id="v",
+                 sandbox=SandboxInfo(mode="auto", effective="bwrap", net="model"))
+    assert describe(boxed) == "· init m in /w (vendor session v, sandboxed: bwrap, net model)"
 
 
 def _screen(written: str) -> list[str]:
