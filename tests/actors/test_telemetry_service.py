@@ -55,6 +55,7 @@ async def test_without_the_sdk_the_daemon_goes_on_with_a_warning(
 
 async def test_the_last_flush_is_bounded(monkeypatch: pytest.MonkeyPatch, autojump_clock: Any) -> None:
     release = threading.Event()
+    entered = threading.Event()
 
     class Stuck:
         def __init__(self, settings: Any, registry: Any) -> None:
@@ -62,6 +63,7 @@ async def test_the_last_flush_is_bounded(monkeypatch: pytest.MonkeyPatch, autoju
 
         def shutdown(self, timeout: float) -> None:
             self.flushed_within = timeout
+            entered.set()
             release.wait(30)  # a collector that never answers
 
     class Module:
@@ -80,6 +82,8 @@ async def test_the_last_flush_is_bounded(monkeypatch: pytest.MonkeyPatch, autoju
             started = trio.current_time()
             nursery.cancel_scope.cancel()
         assert trio.current_time() - started == FLUSH_TIMEOUT
+        # the thread may start only after the bound ran out (virtual time jumps at once)
+        assert await trio.to_thread.run_sync(entered.wait, 10)
         assert exporter.flushed_within == FLUSH_TIMEOUT and telemetry.observer.spans is None
     finally:
         release.set()
