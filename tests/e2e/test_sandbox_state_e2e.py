@@ -20,14 +20,15 @@ from supervisor.sandbox import landlock
 
 from .daemonproc import raw_client, start_daemon, stop_daemon
 from .test_sandbox_e2e import _tool
+from tests.needs import need_bwrap
 
 pytestmark = [pytest.mark.timeout(240)]
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "landlock"])
 async def test_a_sandboxed_session_cannot_rewrite_its_log_nor_read_other_sessions(mode: str) -> None:
-    if mode == "bwrap" and shutil.which("bwrap") is None:
-        pytest.skip("needs bubblewrap (Debian bubblewrap)")
+    if mode == "bwrap":
+        need_bwrap()
     if mode == "landlock" and landlock.abi() < 1:
         pytest.skip("needs a kernel with Landlock")
     # Outside /tmp, which bubblewrap replaces with a private one: the state directory is in sight.

@@ -14,6 +14,7 @@ from actors.sandboxing.gitrules import GitRules, git_rules
 from actors.sandboxing.profiles import state_paths
 from supervisor.sandbox import SandboxPlan, landlock, void_file, wrap
 from tests.actors.workspace.gitrig import git, make_repo
+from tests.needs import need_bwrap
 
 
 def test_a_linked_worktree_writes_its_admin_dir_objects_and_its_branch_dir_only(tmp_path: Path) -> None:
@@ -72,8 +73,8 @@ def test_in_the_sandbox_git_commits_on_its_branch_and_no_other_ref_can_be_made_m
     them, ``packed-refs``, the refs' files themselves and another session's branch in the
     branch's own directory (bubblewrap binds it read-only: Landlock cannot keep a file in a
     writable directory, docs/sandbox.md) stay as they were."""
-    if mode == "bwrap" and shutil.which("bwrap") is None:
-        pytest.skip("needs bubblewrap")
+    if mode == "bwrap":
+        need_bwrap()
     if mode == "landlock" and landlock.abi() < 1:
         pytest.skip("needs Landlock")
     base = Path(tempfile.mkdtemp(prefix="corral-gitrules-", dir="/var/tmp"))

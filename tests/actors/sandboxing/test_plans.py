@@ -4,16 +4,15 @@ harness whose program lives under ``/tmp`` (the private ``/tmp`` must not hide i
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from actors.harness import HarnessRequest, Launch
 from actors.sandboxing.plans import build_plan
 from protocol.sandbox import SandboxInfo
 from supervisor.sandbox import wrap
+from tests.needs import need_bwrap
 
 
 def _request(tmp: Path) -> HarnessRequest:
@@ -43,10 +42,7 @@ def test_the_plan_of_a_vendor_launch(tmp_path: Path) -> None:
     assert plan.hidden == (tmp_path / "work" / ".env",)
     assert plan.tmp_dir == tmp_path / "state" / "sessions" / "s-1" / "tmp"
 
-    if shutil.which("bwrap") is None:
-        if os.environ.get("CI"):
-            pytest.fail("bubblewrap is not installed, and CI must run this test (.ci/run installs it)")
-        pytest.skip("needs bubblewrap for the run")
+    need_bwrap()
     (tmp_path / "state" / "token").write_text("t0ken")
     argv, env = wrap([str(program)], {}, plan)
     merged = {k: v for k, v in {**os.environ, **env}.items() if v is not None}

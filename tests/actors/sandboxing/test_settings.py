@@ -13,6 +13,7 @@ from actors.sandboxing.settings import check, check_worker, resolve
 from protocol.errors import BadRequest, SandboxUnavailable
 from protocol.sandbox import SandboxInfo
 from supervisor.sandbox import landlock
+from tests.needs import need_bwrap
 
 
 def test_off_is_no_sandbox_and_the_config_mode_applies_when_the_session_names_none() -> None:
@@ -74,9 +75,7 @@ def test_a_native_worker_under_bwrap_needs_landlock_only_for_net_model() -> None
 def test_bwrap_with_net_model_needs_unshare_and_nsenter(tmp_path: Path) -> None:
     """The session's network namespace is made with util-linux's ``unshare`` and joined with its
     ``nsenter``: a PATH with bubblewrap alone serves ``off`` but not ``model``."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        pytest.skip("needs bubblewrap")
+    bwrap = need_bwrap()
     (tmp_path / "bwrap").symlink_to(bwrap)
     only = str(tmp_path)
     assert check(SandboxInfo(mode="bwrap", effective="off", net="off"), SandboxConfig(), path=only).effective == "bwrap"
