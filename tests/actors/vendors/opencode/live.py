@@ -86,6 +86,11 @@ class LiveOpenCode:
                 raise EOFError("the attachment ended before the expected event")
             await self._changed.wait()
 
+    async def wait_ended(self) -> None:
+        """Until the attachment ended (its child's frames ran out)."""
+        while not self.ended:
+            await self._changed.wait()
+
     async def _handle(self, outputs: list[Output]) -> None:
         for output in outputs:
             if isinstance(output, Send):

@@ -121,47 +121,39 @@ def _server_of(bridge: int) -> psutil.Process:
     return server
 
 
-async def test_a_killed_server_ends_the_bridge_as_it_ended(tmp_path: Path) -> None:
+@asynccontextmanager
+async def _bridged(tmp_path: Path, fake: FakeModels) -> AsyncIterator[tuple[LiveOpenCode, Any, psutil.Process]]:
+    """A session through the bridge, its thread open: the attachment, the bridge child and the
+    ``opencode serve`` under it; everything is cancelled on the way out."""
     if BINARY is None:
         pytest.fail(f"CI is set but opencode is not installed ({INSTALL_HINT})")
-    fake = FakeModels([say("One.")], aside=title_aside)
     opener = LocalOpener()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(fake.serve)
+        servers = OpenCodeServers(None)
+        await nursery.start(servers.run)
+        live = LiveOpenCode(servers, make_request(tmp_path, port, BINARY), opener=opener)
+        await nursery.start(live.run)
+        await live.wait_for(lambda e: isinstance(e, Init))
+        (child,) = opener.children
+        yield live, child, _server_of(child.pid)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_killed_server_ends_the_bridge_as_it_ended(tmp_path: Path) -> None:
     with trio.fail_after(TIMEOUT):
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(fake.serve)
-            servers = OpenCodeServers(None)
-            await nursery.start(servers.run)
-            live = LiveOpenCode(servers, make_request(tmp_path, port, BINARY), opener=opener)
-            await nursery.start(live.run)
-            await live.wait_for(lambda e: isinstance(e, Init))
-            (child,) = opener.children
-            server = _server_of(child.pid)
+        async with _bridged(tmp_path, FakeModels([say("One.")], aside=title_aside)) as (live, child, server):
             server.kill()
             status = await child.wait()
             assert (status.reason, status.signal) == ("crashed", "SIGKILL"), (status, "\n".join(child.stderr_tail()))
             with trio.fail_after(10):
-                while not live.ended:
-                    await trio.sleep(0.05)
-            nursery.cancel_scope.cancel()
+                await live.wait_ended()
     assert not psutil.pid_exists(server.pid) or server.status() == psutil.STATUS_ZOMBIE
 
 
 async def test_the_end_of_stdin_stops_the_server(tmp_path: Path) -> None:
-    if BINARY is None:
-        pytest.fail(f"CI is set but opencode is not installed ({INSTALL_HINT})")
-    fake = FakeModels([], aside=title_aside)
-    opener = LocalOpener()
     with trio.fail_after(TIMEOUT):
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(fake.serve)
-            servers = OpenCodeServers(None)
-            await nursery.start(servers.run)
-            live = LiveOpenCode(servers, make_request(tmp_path, port, BINARY), opener=opener)
-            await nursery.start(live.run)
-            await live.wait_for(lambda e: isinstance(e, Init))
-            (child,) = opener.children
-            server = _server_of(child.pid)
+        async with _bridged(tmp_path, FakeModels([], aside=title_aside)) as (live, child, server):
             status = await child.close()
-            nursery.cancel_scope.cancel()
     assert status.ok, status
     assert psutil.wait_procs([server], timeout=10)[1] == []
