@@ -33,7 +33,7 @@ from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, 
 from tests.fakes.claude_offline import INSTALL_HINT, OFFLINE_ENV, claude_binary
 
 from .daemonproc import raw_client, wait_gone
-from .vendor_rig import Frame, Rig, close_and_check_gone, cmdline, daemon_session, family, is_kind, marked, of
+from .vendor_rig import Frame, Rig, close_and_check_gone, cmdline, daemon_session, family, is_kind, of, unmarked
 
 BINARY = claude_binary()
 pytestmark = [pytest.mark.vendor, pytest.mark.skipif(
@@ -329,5 +329,5 @@ async def test_close_mid_turn_leaves_no_process(tmp_path: Path) -> None:
             pid = await rig.pid()
             everyone = family(pid)
             assert any("sleep 300" in cmdline(p) for p in everyone), [cmdline(p) for p in everyone]
-            assert set(everyone) <= set(marked(state))
+            assert unmarked(state, everyone) == []
             await close_and_check_gone(rig, state, everyone)

@@ -163,6 +163,26 @@ def marked(state: Path) -> list[int]:
     return found
 
 
+def unmarked(state: Path, pids: list[int]) -> list[int]:
+    """Those of ``pids`` still alive yet without the marker of the daemon on ``state``.
+
+    A vendor CLI runs short-lived helpers; one that has exited by the time the marker is read is
+    gone, not leaked, so it is not counted.
+    """
+    carrying = set(marked(state))
+    left = []
+    for pid in pids:
+        if pid in carrying:
+            continue
+        try:
+            proc = psutil.Process(pid)
+        except psutil.NoSuchProcess:
+            continue
+        if _alive(proc):
+            left.append(pid)
+    return left
+
+
 def marked_gone(state: Path, timeout: float = 20) -> list[int]:
     """The marked processes still alive after waiting up to ``timeout`` seconds for them to go."""
     procs = []
