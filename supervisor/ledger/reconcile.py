@@ -21,11 +21,11 @@ from supervisor.proc.identity import (
 from supervisor.proc.killing import (
     descendants_in,
     forget_signalled,
-    process_table,
     signal_all,
     signal_group,
     wait_gone_blocking,
 )
+from supervisor.proc.proctable import process_table
 from supervisor.ledger.store import LEDGER_FILE, LedgerRow, load, write
 
 class KilledProcess(msgspec.Struct, kw_only=True, frozen=True):

@@ -27,7 +27,7 @@ import trio
 
 from supervisor.proc import prctl
 from supervisor.proc import reaper
-from supervisor.proc.procstat import read_stat
+from supervisor.proc.proctable import Table, process_table
 from supervisor.proc.identity import StartToken, read_marker, same_process, token_of
 
 
@@ -82,23 +82,7 @@ def kill_now(leader: int, token: StartToken, child_key: str) -> bool:
     return True
 
 
-def process_table() -> dict[int, tuple[int, int]]:
-    """Every process as ``pid -> (ppid, pgid)``, in one pass (``/proc/<pid>/stat`` on Linux)."""
-    if not os.path.isdir("/proc/self"):
-        return _process_table_psutil()
-    table = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = read_stat(int(name))
-        except (OSError, ValueError):
-            continue
-        table[int(name)] = (stat.ppid, stat.pgid)
-    return table
-
-
-def descendants_in(table: dict[int, tuple[int, int]], pid: int) -> set[int]:
+def descendants_in(table: Table, pid: int) -> set[int]:
     """The descendants of ``pid`` according to ``table``."""
     children: dict[int, list[int]] = {}
     for child, (ppid, _) in table.items():
@@ -113,7 +97,7 @@ def descendants_in(table: dict[int, tuple[int, int]], pid: int) -> set[int]:
     return found
 
 
-def marked_in(table: dict[int, tuple[int, int]], child_key: str) -> set[int]:
+def marked_in(table: Table, child_key: str) -> set[int]:
     """The pids in ``table`` whose environment marker names ``child_key``.
 
     As a subreaper the daemon is the parent of every orphan in its tree, so only its own
@@ -230,16 +214,6 @@ async def _poll_until_gone(procs: list[psutil.Process], deadline: float) -> None
     while any(is_alive(p) for p in procs) and trio.current_time() < deadline:
         await trio.sleep(min(delay, max(0.0, deadline - trio.current_time())))
         delay = min(delay * 2, 0.1)
-
-
-def _process_table_psutil() -> dict[int, tuple[int, int]]:
-    table = {}
-    for proc in psutil.process_iter(["ppid"]):
-        try:
-            table[proc.pid] = (proc.info["ppid"], os.getpgid(proc.pid))
-        except OSError:
-            continue
-    return table
 
 
 class Family:
