@@ -9,6 +9,10 @@ request handlers call.
 * ``after_result``: after a turn's ``result``, the changed-files count, and a ``workspace``
   event when it moved.
 * ``describe``: ``SessionInfo`` with ``repo`` and ``workspace`` filled in.
+
+A bubblewrap sandbox gives the session's branch a directory of its own, the ref a symlink to it
+(``actors.sandboxing.reflink``): after ``commit`` and ``merge`` move the branch (git replaces the
+symlink) it is linked again, and removing the worktree makes the ref plain again.
 * ``run``: the boot reconcile (``actors.workspace.reconcile``) as a child of the root.
 
 The requests that involve a session too (``session.create`` with a worktree, ``workspace.merge``
@@ -30,6 +34,7 @@ from pathlib import Path
 import msgspec
 import trio
 
+from actors.sandboxing.reflink import relink
 from actors.workspace import merging
 from actors.workspace.changes import file_changes, snapshot, unified_diff
 from actors.workspace.config import WorkspacesConfig, workspaces_root
@@ -110,7 +115,7 @@ class Workspaces:
         """Undo ``place`` for a session that was not created: worktree, branch and home go."""
         self._records.pop(record.session_id, None)
         async with self._lock(record.common_dir):
-            await remove_worktree(self.git, record.common_dir, record.path, record.home)
+            await remove_worktree(self.git, record.common_dir, record.path, record.home, record.branch)
             await delete_branch(self.git, record.common_dir, record.branch)
 
     # --- reading ----------------------------------------------------------------------------
@@ -159,6 +164,7 @@ class Workspaces:
             raise BadRequest("workspace.commit needs a message; git refuses an empty one")
         async with self._lock(self._active(session_id).common_dir):
             commit = await merging.commit_snapshot(self.git, self._active(session_id), message)
+            await self._relink(self._active(session_id))
         if commit is None:
             raise BadRequest(f"nothing to commit: the worktree of {session_id} has no uncommitted changes")
         return CommitResult(commit=commit)
@@ -168,6 +174,7 @@ class Workspaces:
         async with self._lock(self._active(session_id).common_dir):
             record = self._active(session_id)
             merged = await merging.merge(self.git, record, strategy)
+            await self._relink(record)
             record = msgspec.structs.replace(record, state="merged", merged_commit=merged.commit,
                                              base=merged.base)
             await self._save(record)
@@ -217,9 +224,19 @@ class Workspaces:
         return True
 
     async def _remove(self, record: WorkspaceRecord) -> WorkspaceRecord:
-        await remove_worktree(self.git, record.common_dir, record.path, record.home)
+        await remove_worktree(self.git, record.common_dir, record.path, record.home, record.branch)
         await delete_branch(self.git, record.common_dir, record.branch)
         return msgspec.structs.replace(record, removed=True, changed_files=0)
+
+    async def _relink(self, record: WorkspaceRecord) -> None:
+        """After corral moved the session's branch: git replaced the symlink a sandbox of the
+        session had made of its ref by a plain ref; the sandbox sees the new value again
+        (``actors.sandboxing.reflink.relink``). A failure is logged: the next spawn relinks."""
+        try:
+            await trio.to_thread.run_sync(relink, Path(record.common_dir), f"refs/heads/{record.branch}")
+        except OSError as exc:
+            log.warning("workspace of session %s: cannot relink its branch %s: %s",
+                        record.session_id, record.branch, exc)
 
     async def _save(self, record: WorkspaceRecord) -> None:
         directory = self.sessions_dir / record.session_id
