@@ -21,9 +21,9 @@ directory of its own instead, and its user-visible name stays:
   ``update-ref``, ``reset`` — corral's own ``workspace.commit`` and ``merge`` among them), and
   ``pack-refs --all`` (``git gc``) deletes it, taking the emptied directory with it and so the
   sandbox's bind (its git then cannot move the branch). ``relink``, after corral's own writes,
-  puts the link back with the repository's value; ``link`` (every sandboxed spawn) does too,
-  but keeps ``P``'s value when it has moved on from the repository's (a descendant: commits
-  made inside after a ``pack-refs`` outside).
+  puts the link back with the repository's value; ``link`` (every sandboxed spawn) does too:
+  a plain ref's value wins (someone moved the branch outside), a packed one's only if ``P``
+  has not moved on from it (a descendant: commits made inside after a ``pack-refs``).
 * ``unlink`` (when corral removes the worktree, and at the daemon's start, when no sandbox of it
   can run) makes the ref and reflog plain files again with ``P``'s and ``PL``'s contents — only
   where they still point there: one replaced from outside is left as it is — and deletes ``P``
@@ -112,8 +112,11 @@ def unlink(common: Path, ref: str) -> None:
         log.warning("the branch %s of %s was rewritten outside corral's link; its sandboxed value "
                     "%s is left to git's reflog and objects", ref, common, held)
     log_target = place.log_dir / place.log.name
-    if _points_at(place.log, log_target) and _regular(log_target):
-        _copy(log_target, place.log)
+    if _points_at(place.log, log_target):
+        if _regular(log_target):
+            _copy(log_target, place.log)
+        else:
+            place.log.unlink()
     for directory in (place.ref_dir, place.log_dir):
         shutil.rmtree(directory, ignore_errors=True)
         _prune_empty(directory.parent, common / "corral")
@@ -127,19 +130,19 @@ def _place(common: Path, ref: str) -> Linked:
 
 
 def _value(common: Path, ref: str, place: Linked, git: str) -> str | None:
-    """The value to link: ``P``'s when the link is in place (or ``P`` has moved on from the
-    repository's value), else the repository's (loose or packed)."""
+    """The value to link: ``P``'s while the link is in place; a plain ref's (git wrote it
+    outside: that write wins); with neither (``pack-refs`` deleted the link) the packed value,
+    unless ``P`` has moved on from it (a descendant: commits made inside after the pack);
+    None for a branch that is gone or unborn."""
     target = place.ref_dir / place.ref.name
     held = _read(target)
     if held is not None and _points_at(place.ref, target):
         return held
     found = _git(common, git, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    if found is None:
-        return held
-    if held is not None and held != found and _git(
-            common, git, "merge-base", "--is-ancestor", found, held) is not None:
-        return held
-    return found
+    if found is None or os.path.lexists(place.ref) or held is None or held == found:
+        return found
+    moved_on = _git(common, git, "merge-base", "--is-ancestor", found, held) is not None
+    return held if moved_on else found
 
 
 def _link_log(place: Linked) -> None:

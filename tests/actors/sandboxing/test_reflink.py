@@ -1,0 +1,203 @@
+"""``reflink`` on real repositories, with real git (and real bubblewrap where a sandbox runs):
+a sandboxed worktree's branch in a directory of its own, put back as a plain ref at the end."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from actors.sandboxing.gitrules import git_rules
+from actors.sandboxing.reflink import link, relink, unlink
+from actors.workspace import Git, Workspaces, WorkspacesConfig
+from actors.workspace.reconcile import reconcile
+from protocol.models import WorkspaceSpec
+from supervisor.sandbox import SandboxPlan, void_file, wrap
+from tests.actors.workspace.gitrig import git, make_repo
+from tests.needs import need_bwrap
+
+REF = "refs/heads/corral/mine"
+
+
+class Rig:
+    """A repository, a worktree on ``corral/mine`` beside ``corral/other``, outside ``/tmp`` (so
+    bubblewrap's private ``/tmp`` hides nothing)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.repo = make_repo(base / "repo")
+        git(self.repo, "branch", "corral/other")
+        self.wt = base / "wt"
+        git(self.repo, "worktree", "add", "-q", "-b", "corral/mine", str(self.wt))
+        self.common = self.repo / ".git"
+        self.ref = self.common / REF
+        self.log = self.common / "logs" / REF
+        self.place = self.common / "corral" / REF
+        self.log_place = self.common / "corral" / "logs" / REF
+
+    def refs(self) -> dict[str, str]:
+        listed = git(self.repo, "for-each-ref", "--format=%(refname) %(objectname)")
+        return dict(line.split(" ") for line in listed.splitlines())
+
+    def boxed(self, script: str) -> subprocess.CompletedProcess[str]:
+        """``script`` in the worktree, in bubblewrap with the rules a session gets."""
+        rules = git_rules(str(self.wt), redirect=True)
+        plan = SandboxPlan(cwd=self.wt, writable=(self.wt, *rules.writable), protected=rules.protected,
+                           redirects=rules.redirects, read_only=rules.readable, tmp=False,
+                           void=void_file(self.base / "void"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+                   GIT_COMMITTER_EMAIL="t@example.com")
+        argv, changed = wrap(["/bin/sh", "-c", script], env, plan)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
+                              env={k: v for k, v in changed.items() if v is not None})
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    base = Path(tempfile.mkdtemp(prefix="corral-reflink-", dir="/var/tmp"))
+    try:
+        yield Rig(base)
+    finally:
+        shutil.rmtree(base)
+
+
+def test_a_linked_branch_reads_and_logs_as_before_and_unlinks_to_a_plain_ref(rig: Rig) -> None:
+    before = rig.refs()
+    linked = link(rig.common, REF)
+    assert linked is not None and linked.ref_dir == rig.place and linked.log_dir == rig.log_place
+    assert rig.ref.is_symlink() and not os.readlink(rig.ref).startswith("/")  # relative: moves with the repo
+    assert rig.log.is_symlink() and (rig.place / "mine").read_text().strip() == before[REF]
+    assert rig.refs() == before  # git outside follows it
+    assert git(rig.repo, "reflog", "--format=%gs", "corral/mine").startswith("branch: Created")
+    assert link(rig.common, REF) == linked  # again: nothing changes
+    git(rig.wt, "commit", "-q", "--allow-empty", "-m", "outside")  # git renames over the link
+    assert not rig.ref.is_symlink()
+    relink(rig.common, REF)
+    head = git(rig.repo, "rev-parse", "corral/mine")
+    assert head != before[REF] and rig.ref.is_symlink() and (rig.place / "mine").read_text().strip() == head
+    assert git(rig.repo, "reflog", "--format=%gs", "-1", "corral/mine") == "commit: outside"
+    unlink(rig.common, REF)
+    assert not rig.ref.is_symlink() and rig.ref.read_text().strip() == head
+    assert not rig.log.is_symlink() and "commit: outside" in rig.log.read_text()
+    assert not (rig.common / "corral").exists()  # P and PL, and their parents
+    assert rig.refs() == {**before, REF: head}
+    relink(rig.common, REF)  # never linked (any more): nothing happens
+    assert not rig.ref.is_symlink()
+
+
+def test_in_bubblewrap_commits_show_outside_new_refs_do_not_and_the_worktree_goes(rig: Rig) -> None:
+    """The issue's test: inside, ``git add`` and ``git commit`` move the branch as the repository
+    sees it (tip and reflog); no other ref made, moved or deleted inside reaches it; at the end
+    the ref is plain again with the commit and ``git worktree remove`` works."""
+    need_bwrap()
+    before = rig.refs()
+    done = rig.boxed("echo x > f && git add f && git commit -q -m boxed && git rev-parse HEAD")
+    assert done.returncode == 0, done
+    head = done.stdout.strip()
+    assert git(rig.repo, "rev-parse", "corral/mine") == head
+    assert git(rig.repo, "reflog", "--format=%gs", "-1", "corral/mine") == "commit: boxed"
+    for attempt in ("git branch corral/another", "git branch corral/x/y", "git tag t",
+                    "git update-ref refs/heads/main HEAD", "git branch -D corral/other",
+                    "git update-ref -d refs/heads/corral/other", "git branch -f corral/other HEAD"):
+        rig.boxed(attempt)
+    assert rig.refs() == {**before, REF: head}
+    assert rig.boxed("git rev-parse --verify -q corral/another").returncode == 0  # it exists in there
+    unlink(rig.common, REF)
+    assert not rig.ref.is_symlink() and rig.ref.read_text().strip() == head
+    assert not (rig.common / "corral").exists()
+    assert rig.refs() == {**before, REF: head}
+    git(rig.repo, "worktree", "remove", "--force", str(rig.wt))
+    git(rig.repo, "branch", "-D", "corral/mine")
+    assert "corral/mine" not in git(rig.repo, "branch")
+
+
+def test_after_a_pack_refs_outside_the_next_spawn_links_again_keeping_the_newer_value(rig: Rig) -> None:
+    """``git gc`` packs the branch and deletes its symlink: the next ``link`` takes the packed
+    value, unless ``P`` has moved on from it (commits made inside after the pack); a plain ref
+    written outside wins, whatever ``P`` holds."""
+    link(rig.common, REF)
+    first = git(rig.repo, "rev-parse", "corral/mine")
+    git(rig.repo, "pack-refs", "--all")
+    assert not rig.ref.exists()
+    assert link(rig.common, REF) is not None and rig.ref.is_symlink()
+    assert git(rig.repo, "rev-parse", "corral/mine") == first
+    git(rig.repo, "pack-refs", "--all")
+    newer = git(rig.repo, "commit-tree", "-p", first, "-m", "inside", f"{first}^{{tree}}")
+    (rig.place / "mine").write_text(newer + "\n")  # what a commit inside would leave there
+    link(rig.common, REF)
+    assert git(rig.repo, "rev-parse", "corral/mine") == newer
+    git(rig.repo, "update-ref", "refs/heads/corral/mine", first)  # outside moves it back: it wins
+    link(rig.common, REF)
+    assert git(rig.repo, "rev-parse", "corral/mine") == first and rig.ref.is_symlink()
+
+
+def test_unlink_leaves_a_ref_replaced_outside_and_drops_one_deleted_inside(rig: Rig) -> None:
+    link(rig.common, REF)
+    main = git(rig.repo, "rev-parse", "main")
+    other = git(rig.repo, "commit-tree", "-p", main, "-m", "outside", f"{main}^{{tree}}")
+    git(rig.repo, "update-ref", "refs/heads/corral/mine", other)
+    (rig.place / "mine").write_text("0" * 40 + "\n")
+    unlink(rig.common, REF)
+    assert git(rig.repo, "rev-parse", "corral/mine") == other and not (rig.common / "corral").exists()
+    link(rig.common, REF)
+    (rig.place / "mine").unlink()  # ``git update-ref -d`` of its own branch, inside
+    unlink(rig.common, REF)
+    assert not os.path.lexists(rig.ref)
+    assert git(rig.repo, "rev-parse", "--verify", "-q", "corral/mine", check=False) == ""
+
+
+def test_a_symlink_planted_in_the_branch_directory_is_never_followed(rig: Rig) -> None:
+    link(rig.common, REF)
+    secret = rig.base / "secret"
+    secret.write_text("not a ref\n")
+    value = (rig.place / "mine").read_text()
+    (rig.place / "mine").unlink()
+    (rig.place / "mine").symlink_to(secret)
+    (rig.log_place / "mine").unlink()
+    (rig.log_place / "mine").symlink_to(rig.base / "elsewhere")
+    unlink(rig.common, REF)
+    assert not os.path.lexists(rig.ref) and not (rig.base / "elsewhere").exists()
+    git(rig.repo, "update-ref", REF, value.strip())
+    link(rig.common, REF)
+    (rig.log_place / "mine").unlink()
+    (rig.log_place / "mine").symlink_to(rig.base / "elsewhere")
+    assert link(rig.common, REF) is not None
+    assert not (rig.log_place / "mine").is_symlink() and not (rig.base / "elsewhere").exists()
+
+
+def test_the_workspace_unlinks_when_it_removes_a_worktree_and_at_boot(tmp_path: Path) -> None:
+    """``Workspaces.discard`` and the boot reconcile (for a session that still exists) make a
+    linked branch plain again."""
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    (state / "sessions" / "s1").mkdir(parents=True)
+    workspaces = Workspaces(state, WorkspacesConfig(), None)
+
+    async def main() -> None:
+        record = await workspaces.place("s1", WorkspaceSpec(mode="worktree"), cwd=str(repo))
+        assert record is not None
+        await workspaces.bind(record)
+        common = Path(record.common_dir)
+        ref = f"refs/heads/{record.branch}"
+        head = git(repo, "rev-parse", record.branch)
+        link(common, ref)
+        await reconcile(Git(), workspaces.root, state)  # the session exists: kept, unlinked
+        assert not (common / ref).is_symlink() and (common / ref).read_text().strip() == head
+        assert not (common / "corral").exists() and Path(record.path).is_dir()
+        link(common, ref)
+        (Path(record.path) / "new.txt").write_text("x\n")
+        await workspaces.commit("s1", "by corral")  # git replaces the link; corral links again
+        assert (common / ref).is_symlink()
+        assert git(repo, "log", "--format=%s", "-1", record.branch) == "by corral"
+        await workspaces.discard("s1")
+        assert not (common / "corral").exists() and not os.path.lexists(common / ref)
+        assert not Path(record.path).exists()
+
+    trio.run(main)
