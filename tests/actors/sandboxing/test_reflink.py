@@ -6,23 +6,27 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
 from actors.sandboxing.gitrules import git_rules
+from actors.sandboxing.plans import confinement_of
 from actors.sandboxing.reflink import link, relink, unlink
 from actors.workspace import Git, Workspaces, WorkspacesConfig
 from actors.workspace.reconcile import reconcile
 from protocol.models import WorkspaceSpec
-from supervisor.sandbox import SandboxPlan, void_file, wrap
+from supervisor.sandbox import SandboxPlan, landlock, void_file, wrap
 from tests.actors.workspace.gitrig import git, make_repo
 from tests.needs import need_bwrap
 
 REF = "refs/heads/corral/mine"
+_CORRAL = Path(__file__).resolve().parents[3]
 
 
 class Rig:
@@ -201,3 +205,38 @@ def test_the_workspace_unlinks_when_it_removes_a_worktree_and_at_boot(tmp_path: 
         assert not Path(record.path).exists()
 
     trio.run(main)
+
+
+def test_a_native_worker_under_bubblewrap_with_landlock_on_top_commits_on_its_branch(rig: Rig) -> None:
+    """The native worker lays Landlock on itself inside bubblewrap (``confinement_of``): the
+    redirected directory is writable for it, and the refs bound read-only in there are left to
+    bubblewrap (protecting them would take the directory out of Landlock's grant)."""
+    need_bwrap()
+    if landlock.abi() < 1:
+        pytest.skip("needs Landlock")
+    rules = git_rules(str(rig.wt), redirect=True)
+    plan = SandboxPlan(cwd=rig.wt, writable=(rig.wt, *rules.writable), protected=rules.protected,
+                       redirects=rules.redirects, read_only=rules.readable, tmp=False,
+                       void=void_file(rig.base / "void"))
+    confinement = confinement_of(plan, effective="bwrap", landlock_enabled=True)
+    assert confinement.landlock and str(rig.ref.parent) in confinement.writable
+    assert str(rig.common / "refs" / "heads" / "corral" / "other") in map(str, plan.protected)
+    assert str(rig.common / "refs" / "heads" / "corral" / "other") not in confinement.protected
+    assert str(rig.common / "hooks") in confinement.protected
+    script = ("import subprocess, sys, msgspec\n"
+              "from protocol.confinement import Confinement\n"
+              "from actors.native.worker.confinement import confine\n"
+              "confine(msgspec.json.decode(sys.argv[1].encode(), type=Confinement))\n"
+              "ok = subprocess.run(['git', 'commit', '-q', '--allow-empty', '-m', 'native']).returncode\n"
+              "bad = subprocess.run(['git', 'branch', '-f', 'corral/other', 'HEAD']).returncode\n"
+              "print(ok, bad)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.com", PYTHONPATH=str(_CORRAL))
+    argv, changed = wrap([sys.executable, "-c", script, msgspec.json.encode(confinement).decode()], env, plan)
+    before = rig.refs()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
+                          env={k: v for k, v in changed.items() if v is not None})
+    assert done.stdout.split() == ["0", "128"], done
+    assert git(rig.repo, "log", "--format=%s", "-1", "corral/mine") == "native"
+    assert {k: v for k, v in rig.refs().items() if k != REF} == {k: v for k, v in before.items() if k != REF}
