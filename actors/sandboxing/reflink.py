@@ -138,6 +138,9 @@ def _value(common: Path, ref: str, place: Linked, git: str) -> str | None:
     held = _read(target)
     if held is not None and _points_at(place.ref, target):
         return held
+    loose = _read(place.ref)
+    if loose is not None and all(c in "0123456789abcdef" for c in loose):
+        return loose  # a plain ref: no git to run (a first spawn's case)
     found = _git(common, git, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if found is None or os.path.lexists(place.ref) or held is None or held == found:
         return found
