@@ -18,7 +18,8 @@ directory of its own instead, and its user-visible name stays:
   the worktree, which ``git worktree prune`` deletes): it moves and is copied with the repository,
   and the relative symlink stays right.
 * git *outside* writes the ref by renaming a new file over the symlink (a commit on the branch,
-  ``update-ref``, ``reset`` — corral's own ``workspace.commit`` and ``merge`` among them), and
+  ``update-ref``, ``reset``; corral's own ``workspace.commit`` and ``merge`` ``detach`` the ref
+  first, so their reflog append cannot follow a symlink planted in ``PL``), and
   ``pack-refs --all`` (``git gc``) deletes it, taking the emptied directory with it and so the
   sandbox's bind (its git then cannot move the branch). ``relink``, after corral's own writes,
   puts the link back with the repository's value; ``link`` (every sandboxed spawn) does too:
@@ -43,7 +44,7 @@ from pathlib import Path
 
 import msgspec
 
-__all__ = ["Linked", "link", "relink", "unlink"]
+__all__ = ["Linked", "detach", "link", "relink", "unlink"]
 
 log = logging.getLogger("corral.sandbox")
 
@@ -78,6 +79,24 @@ def link(common: Path, ref: str, git: str = "git") -> Linked | None:
     _link_log(place)
     _symlink(place.ref, target)
     return place
+
+
+def detach(common: Path, ref: str) -> None:
+    """Before corral itself writes ``ref`` outside the sandbox: the ref and reflog become plain
+    copies of ``P``'s and ``PL``'s (which stay, bound in the session's sandbox), so git's write
+    and its reflog append never follow a symlink the session may have planted in ``PL``;
+    ``relink`` afterwards moves them back in."""
+    place = _place(common, ref)
+    target = place.ref_dir / place.ref.name
+    held = _read(target)
+    if held is not None and _points_at(place.ref, target):
+        _write(place.ref, held)
+    log_target = place.log_dir / place.log.name
+    if _points_at(place.log, log_target):
+        if _regular(log_target):
+            _copy(log_target, place.log)
+        else:
+            place.log.unlink()
 
 
 def relink(common: Path, ref: str) -> None:

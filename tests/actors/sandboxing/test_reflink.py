@@ -17,7 +17,7 @@ import trio
 
 from actors.sandboxing.gitrules import git_rules
 from actors.sandboxing.plans import confinement_of
-from actors.sandboxing.reflink import link, relink, unlink
+from actors.sandboxing.reflink import detach, link, relink, unlink
 from actors.workspace import Git, Workspaces, WorkspacesConfig
 from actors.workspace.reconcile import reconcile
 from protocol.models import WorkspaceSpec
@@ -240,3 +240,19 @@ def test_a_native_worker_under_bubblewrap_with_landlock_on_top_commits_on_its_br
     assert done.stdout.split() == ["0", "128"], done
     assert git(rig.repo, "log", "--format=%s", "-1", "corral/mine") == "native"
     assert {k: v for k, v in rig.refs().items() if k != REF} == {k: v for k, v in before.items() if k != REF}
+
+
+def test_corral_moving_a_linked_branch_never_follows_a_symlink_planted_in_it(rig: Rig) -> None:
+    """``workspace.commit`` detaches the ref and reflog while git writes them: its reflog append
+    does not land where a symlink the session planted in ``PL`` points; the link is back after."""
+    link(rig.common, REF)
+    (rig.log_place / "mine").unlink()
+    (rig.log_place / "mine").symlink_to(rig.base / "planted")
+    detach(rig.common, REF)
+    assert not rig.ref.is_symlink() and not os.path.lexists(rig.log)
+    git(rig.wt, "commit", "-q", "--allow-empty", "-m", "by corral")
+    relink(rig.common, REF)
+    assert not (rig.base / "planted").exists()
+    assert rig.ref.is_symlink() and rig.log.is_symlink() and not (rig.log_place / "mine").is_symlink()
+    assert (rig.place / "mine").read_text().strip() == git(rig.repo, "rev-parse", "corral/mine")
+    assert "commit: by corral" in (rig.log_place / "mine").read_text()
