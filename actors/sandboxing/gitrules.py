@@ -21,8 +21,9 @@ the file alone would make the rename fail with ``EBUSY``). How each backend gets
   so it leaves the directories on the way to one out of the grant (``landlock.split``): with
   another branch beside its own at its start, a Landlock session cannot commit.
 
-An unborn branch (no commit to hold) is never redirected. docs/sandbox.md says what a ``git gc``
-outside does to a redirected branch (``reflink``).
+Under ``redirect`` a branch with no commit (an unborn one) has nothing to link, and no ref
+directory is made writable: git inside cannot make its first commit. docs/sandbox.md says what a
+``git gc`` outside does to a redirected branch (``reflink``).
 
 For any checkout whose git directory is inside the writable cwd (an ordinary clone), its
 ``hooks`` and ``config`` stay read-only.
@@ -73,8 +74,10 @@ def git_rules(cwd: str, git: str = "git", *, redirect: bool = False) -> GitRules
     if git_dir == common:
         return GitRules(protected=tuple(protected), top=top)
     writable = [git_dir, common / "objects"]
-    linked = link(common, head, git) if redirect and head.startswith("refs/heads/") else None
-    if linked is not None:
+    if redirect and head.startswith("refs/heads/"):
+        linked = link(common, head, git)
+        if linked is None:  # no commit to hold: git inside cannot write the branch (fails closed)
+            return GitRules(readable=(common,), writable=tuple(writable), protected=tuple(protected), top=top)
         protected += _beside(linked.ref) + _beside(linked.log)
         return GitRules(readable=(common,), writable=tuple(writable), protected=tuple(protected), top=top,
                         redirects=((linked.ref_dir, linked.ref.parent), (linked.log_dir, linked.log.parent)))

@@ -74,7 +74,7 @@ def link(common: Path, ref: str, git: str = "git") -> Linked | None:
     place.ref_dir.mkdir(parents=True, exist_ok=True)
     _clear_placeholders(place.ref_dir, keep=place.ref.name)
     target = place.ref_dir / place.ref.name
-    if not _read(target) == value:
+    if _read(target) != value:
         _write(target, value)
     _link_log(place)
     _symlink(place.ref, target)

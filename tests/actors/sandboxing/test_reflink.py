@@ -256,3 +256,17 @@ def test_corral_moving_a_linked_branch_never_follows_a_symlink_planted_in_it(rig
     assert rig.ref.is_symlink() and rig.log.is_symlink() and not (rig.log_place / "mine").is_symlink()
     assert (rig.place / "mine").read_text().strip() == git(rig.repo, "rev-parse", "corral/mine")
     assert "commit: by corral" in (rig.log_place / "mine").read_text()
+
+
+def test_a_branch_with_nothing_to_link_gets_no_writable_ref_directory(rig: Rig) -> None:
+    """The session replaced its ref in ``P`` by a symlink (its branch reads as gone): the next
+    spawn follows nothing, links nothing and makes no ref directory writable — never the
+    repository's own, where a new ref name would reach the repository."""
+    link(rig.common, REF)
+    (rig.place / "mine").unlink()
+    (rig.place / "mine").symlink_to(rig.common / "refs" / "heads" / "main")
+    rules = git_rules(str(rig.wt), redirect=True)
+    assert rules.redirects == () and rules.writable
+    assert not [p for p in rules.writable if rig.common / "refs" in [p, *p.parents]
+                or rig.common / "logs" in [p, *p.parents]]
+    assert not (rig.place / "mine").exists()
