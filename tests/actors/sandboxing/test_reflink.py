@@ -270,3 +270,31 @@ def test_a_branch_with_nothing_to_link_gets_no_writable_ref_directory(rig: Rig) 
     assert not [p for p in rules.writable if rig.common / "refs" in [p, *p.parents]
                 or rig.common / "logs" in [p, *p.parents]]
     assert not (rig.place / "mine").exists()
+
+
+def test_a_branch_directly_in_refs_heads_keeps_main_visible_and_unchangeable(tmp_path: Path) -> None:
+    """A branch with no directory of its own in the repository (``feature``: its directory is
+    ``refs/heads``, ``main``'s too): ``main`` is bound read-only into the branch's directory,
+    seen inside and unchanged; a new branch made inside stays there."""
+    need_bwrap()
+    base = Path(tempfile.mkdtemp(prefix="corral-reflink-", dir="/var/tmp"))
+    try:
+        rig = Rig(base)
+        git(rig.repo, "worktree", "add", "-q", "-b", "feature", str(base / "wt2"))
+        rig.wt = base / "wt2"
+        before = rig.refs()
+        done = rig.boxed("git commit -q --allow-empty -m boxed && git rev-parse --verify -q main "
+                         "&& git branch newone && git rev-parse --verify -q newone")
+        assert done.returncode == 0, done
+        assert done.stdout.split() == [before["refs/heads/main"], git(rig.repo, "rev-parse", "feature")]
+        for attempt in ("git branch -f main HEAD", "git update-ref -d refs/heads/main",
+                        f"rm {rig.common}/refs/heads/main", "git branch -D corral/mine"):
+            assert rig.boxed(attempt).returncode != 0, attempt
+        assert git(rig.repo, "log", "--format=%s", "-1", "feature") == "boxed"
+        assert rig.refs() == {**before, "refs/heads/feature": git(rig.repo, "rev-parse", "feature")}
+        # the next spawn clears the mount points bubblewrap left in the branch's directory
+        link(rig.common, "refs/heads/feature")
+        assert sorted(p.name for p in (rig.common / "corral" / "refs" / "heads" / "feature").iterdir()) == [
+            "feature", "newone"]
+    finally:
+        shutil.rmtree(base)
