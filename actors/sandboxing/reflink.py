@@ -1,4 +1,5 @@
-"""A sandboxed worktree's branch in a directory of its own: ``link``, ``relink``, ``unlink``.
+"""A sandboxed worktree's branch in a directory of its own: ``link``, ``detach``, ``relink``,
+``unlink``.
 
 git updates a ref by creating ``<ref>.lock`` beside it and renaming it over the ref, so the
 sandbox of a worktree session must let git write the *directory* of its branch's ref — and with
@@ -30,7 +31,10 @@ directory of its own instead, and its user-visible name stays:
   where they still point there: one replaced from outside is left as it is — and deletes ``P``
   and ``PL``.
 
-All blocking (file system; ``link`` runs git): run them in a worker thread.
+``P`` and ``PL`` are writable inside the sandbox, so nothing here follows a symlink found in
+them (one there is dropped), and ``link`` clears the empty files and directories bubblewrap left
+there as mount points for the refs bound read-only beside the branch. All blocking (file
+system; ``link`` runs git when the ref is not a plain file): run them in a worker thread.
 """
 
 from __future__ import annotations
