@@ -200,6 +200,11 @@ def test_the_workspace_unlinks_when_it_removes_a_worktree_and_at_boot(tmp_path: 
         await workspaces.commit("s1", "by corral")  # git replaces the link; corral links again
         assert (common / ref).is_symlink()
         assert git(repo, "log", "--format=%s", "-1", record.branch) == "by corral"
+        (Path(record.path) / "more.txt").write_text("y\n")
+        await workspaces.merge("s1", "merge", ended=False)  # moves the branch to its snapshot
+        tip = git(repo, "rev-parse", record.branch)
+        assert (common / ref).is_symlink() and (common / "corral" / ref / ref.rsplit("/", 1)[1]).read_text().strip() == tip
+        assert git(repo, "show", "--format=", "--name-only", tip) == "more.txt"
         await workspaces.discard("s1")
         assert not (common / "corral").exists() and not os.path.lexists(common / ref)
         assert not Path(record.path).exists()
