@@ -303,3 +303,21 @@ def test_a_branch_directly_in_refs_heads_keeps_main_visible_and_unchangeable(tmp
             "feature", "newone"]
     finally:
         shutil.rmtree(base)
+
+
+def test_two_sandboxed_sessions_side_by_side_each_move_only_their_own_branch(rig: Rig) -> None:
+    """Another session's branch beside this one is linked too (a symlink into its own
+    directory): bound read-only here all the same, through its link."""
+    need_bwrap()
+    git(rig.repo, "worktree", "add", "-q", "-b", "corral/theirs", str(rig.base / "wt2"))
+    link(rig.common, "refs/heads/corral/theirs")
+    theirs = git(rig.repo, "rev-parse", "corral/theirs")
+    done = rig.boxed("git commit -q --allow-empty -m mine && git rev-parse --verify -q corral/theirs")
+    assert done.returncode == 0 and done.stdout.strip() == theirs, done
+    for attempt in ("git update-ref refs/heads/corral/theirs HEAD", "git branch -f corral/theirs HEAD",
+                    f"echo {theirs} > {rig.common}/refs/heads/corral/theirs",
+                    f"rm {rig.common}/refs/heads/corral/theirs"):
+        assert rig.boxed(attempt).returncode != 0, attempt
+    assert git(rig.repo, "rev-parse", "corral/theirs") == theirs
+    assert (rig.common / "refs" / "heads" / "corral" / "theirs").is_symlink()
+    assert git(rig.repo, "log", "--format=%s", "-1", "corral/mine") == "mine"
