@@ -181,8 +181,7 @@ def _link_log(place: Linked) -> None:
     if _regular(place.log):
         os.replace(place.log, target)  # one file system: the repository's
     elif not _regular(target):
-        target.unlink(missing_ok=True)
-        target.touch()
+        _replace(target, b"")
     _symlink(place.log, target)
 
 
@@ -240,14 +239,31 @@ def _read(path: Path) -> str | None:
 
 def _write(path: Path, value: str) -> None:
     """``value`` as a ref file at ``path``, atomically (over a symlink too, not through it)."""
-    temporary = path.with_name(f".{path.name}{_TMP}")
-    temporary.write_text(value + "\n", encoding="ascii")
-    os.replace(temporary, path)
+    _replace(path, value.encode("ascii") + b"\n")
 
 
 def _copy(source: Path, path: Path) -> None:
+    """``source`` (a regular file, never a symlink's target) copied to ``path``, atomically."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        data = handle.read()
+    _replace(path, data)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """``data`` in a new file renamed over ``path``. The temporary file is made afresh
+    (``O_EXCL``, ``O_NOFOLLOW``): in ``P`` a symlink planted under its name is never written
+    through."""
     temporary = path.with_name(f".{path.name}{_TMP}")
-    shutil.copyfile(source, temporary)
+    temporary.unlink(missing_ok=True)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
     os.replace(temporary, path)
 
 

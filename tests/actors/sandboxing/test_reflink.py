@@ -321,3 +321,18 @@ def test_two_sandboxed_sessions_side_by_side_each_move_only_their_own_branch(rig
     assert git(rig.repo, "rev-parse", "corral/theirs") == theirs
     assert (rig.common / "refs" / "heads" / "corral" / "theirs").is_symlink()
     assert git(rig.repo, "log", "--format=%s", "-1", "corral/mine") == "mine"
+
+
+def test_a_symlink_planted_under_corrals_temporary_names_is_not_written_through(rig: Rig) -> None:
+    link(rig.common, REF)
+    victim = rig.base / "victim"
+    victim.write_text("keep me\n")
+    for directory, name in ((rig.place, "mine"), (rig.log_place, "mine")):
+        (directory / f".{name}.corral-tmp").symlink_to(victim)
+    git(rig.wt, "commit", "-q", "--allow-empty", "-m", "outside")  # breaks the link: relink writes P
+    relink(rig.common, REF)
+    (rig.log_place / "mine").unlink()  # the next link makes an empty reflog in PL
+    assert (rig.log_place / ".mine.corral-tmp").is_symlink()
+    link(rig.common, REF)
+    assert victim.read_text() == "keep me\n"
+    assert (rig.place / "mine").read_text().strip() == git(rig.repo, "rev-parse", "corral/mine")
