@@ -72,6 +72,8 @@ def link(common: Path, ref: str, git: str = "git") -> Linked | None:
     for planted in (place.ref_dir / place.ref.name, place.log_dir / place.log.name):
         if planted.is_symlink():  # made inside the sandbox: never followed by corral
             planted.unlink()
+        elif planted.is_dir():  # likewise: no ref, and nothing could be renamed over it
+            shutil.rmtree(planted)
     value = _value(common, ref, place, git)
     if value is None:
         return None

@@ -336,3 +336,16 @@ def test_a_symlink_planted_under_corrals_temporary_names_is_not_written_through(
     link(rig.common, REF)
     assert victim.read_text() == "keep me\n"
     assert (rig.place / "mine").read_text().strip() == git(rig.repo, "rev-parse", "corral/mine")
+
+
+def test_a_directory_made_where_the_branch_is_kept_is_cleared_at_the_next_spawn(rig: Rig) -> None:
+    """The session made directories where its ref and reflog were (its branch reads as gone):
+    the next spawn clears them and links nothing (no writable ref directory, ``gitrules``)."""
+    link(rig.common, REF)
+    for directory in (rig.place, rig.log_place):
+        (directory / "mine").unlink()
+        (directory / "mine" / "x").mkdir(parents=True)
+    assert link(rig.common, REF) is None
+    assert not (rig.place / "mine").exists() and not (rig.log_place / "mine").exists()
+    unlink(rig.common, REF)
+    assert not os.path.lexists(rig.ref) and not os.path.lexists(rig.log) and not (rig.common / "corral").exists()
