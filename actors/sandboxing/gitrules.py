@@ -1,19 +1,29 @@
-"""What git in a sandboxed checkout may write: ``git_rules(cwd)``.
+"""What git in a sandboxed checkout may write: ``git_rules(cwd, redirect=…)``.
 
 For a worktree session (a linked worktree: its git directory is not the common one) git must
 write the worktree's own admin directory (``<common>/worktrees/<name>``: index, HEAD, logs), the
-object store, and its branch's ref and reflog. Git updates a ref by creating ``<ref>.lock``
-beside it and renaming it over the ref, so the *directory* of the branch's ref must be writable
-(a bind of the file alone would make the rename fail with ``EBUSY``); every other ref already in
-that directory is then bound read-only over itself (it cannot be renamed over, moved or
-deleted), after being written out as a loose ref if it was only in ``packed-refs`` (so a loose
-file cannot shadow it). ``packed-refs``, ``config``, ``hooks``, the other refs directories and
-the other checkouts stay read-only, so no hook can be added and no other branch or tag created,
-moved or deleted. The limits: a new ref *name* beside the branch (``corral/another``) can be
-created, since the directory is writable (the kernel grants per directory; git's lock must be
-made there); and Landlock cannot hold a protected file inside a writable directory, so it
-leaves the directories on the way to one out of the grant (``landlock.split``): with another
-branch beside its own at its start, a Landlock session cannot commit (docs/sandbox.md).
+object store, and its branch's ref and reflog. ``packed-refs``, ``config``, ``hooks``, the other
+refs directories and the other checkouts stay read-only, so no hook can be added and no other
+branch or tag created, moved or deleted. git updates a ref by creating ``<ref>.lock`` beside it
+and renaming it over the ref, so the *directory* of the branch's ref must be writable (a bind of
+the file alone would make the rename fail with ``EBUSY``). How each backend gets that:
+
+* ``redirect`` (bubblewrap: it has mounts): the branch gets a directory of its own
+  (``reflink.link``: its value in ``<common>/corral/<ref>/``, the ref a symlink to it), bound
+  over the ref's directory (``redirects``), and likewise its reflog. git inside locks and renames
+  there, the repository sees the commits through the symlink; a new ref made inside
+  (``git branch corral/another``) lands in that directory and nowhere else. The refs beside the
+  branch are bound read-only over it again (``protected``), so they stay visible and unchanged.
+* otherwise (Landlock: no mounts) the directory of the branch's ref itself is writable; every
+  other ref already in it is protected, after being written out as a loose ref if it was only
+  in ``packed-refs`` (so a loose file cannot shadow it). The limits: a new ref *name* beside the
+  branch can be created, and Landlock cannot hold a protected file inside a writable directory,
+  so it leaves the directories on the way to one out of the grant (``landlock.split``): with
+  another branch beside its own at its start, a Landlock session cannot commit.
+
+Under ``redirect`` a branch with no commit (an unborn one) has nothing to link, and no ref
+directory is made writable: git inside cannot make its first commit. docs/sandbox.md says what a
+``git gc`` outside does to a redirected branch (``reflink``).
 
 For any checkout whose git directory is inside the writable cwd (an ordinary clone), its
 ``hooks`` and ``config`` stay read-only.
@@ -27,6 +37,8 @@ from pathlib import Path
 
 import msgspec
 
+from actors.sandboxing.reflink import link
+
 __all__ = ["GitRules", "git_rules"]
 
 
@@ -39,10 +51,13 @@ class GitRules(msgspec.Struct, kw_only=True, frozen=True):
     protected: tuple[Path, ...] = ()
     top: Path | None = None
     """The work tree's top level (a worktree session's writable root)."""
+    redirects: tuple[tuple[Path, Path], ...] = ()
+    """``(source, destination)``: a directory bound writable over another (``redirect``)."""
 
 
-def git_rules(cwd: str, git: str = "git") -> GitRules:
-    """The rules for ``cwd``; empty when it is not in a git work tree. Blocking (runs git)."""
+def git_rules(cwd: str, git: str = "git", *, redirect: bool = False) -> GitRules:
+    """The rules for ``cwd``; empty when it is not in a git work tree. ``redirect``: give a
+    worktree's branch a directory of its own (bubblewrap). Blocking (runs git)."""
     try:
         done = subprocess.run(
             [git, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
@@ -59,6 +74,13 @@ def git_rules(cwd: str, git: str = "git") -> GitRules:
     if git_dir == common:
         return GitRules(protected=tuple(protected), top=top)
     writable = [git_dir, common / "objects"]
+    if redirect and head.startswith("refs/heads/"):
+        linked = link(common, head, git)
+        if linked is None:  # no commit to hold: git inside cannot write the branch (fails closed)
+            return GitRules(readable=(common,), writable=tuple(writable), protected=tuple(protected), top=top)
+        protected += _beside(linked.ref) + _beside(linked.log)
+        return GitRules(readable=(common,), writable=tuple(writable), protected=tuple(protected), top=top,
+                        redirects=((linked.ref_dir, linked.ref.parent), (linked.log_dir, linked.log.parent)))
     if head.startswith("refs/heads/"):
         ref = common / head
         log = common / "logs" / head
@@ -69,6 +91,15 @@ def git_rules(cwd: str, git: str = "git") -> GitRules:
         protected += [entry for entry in _entries(ref.parent) if entry != ref and not entry.name.endswith(".lock")]
         protected += [entry for entry in _entries(log.parent) if entry != log]
     return GitRules(readable=(common,), writable=tuple(writable), protected=tuple(protected), top=top)
+
+
+def _beside(path: Path) -> list[Path]:
+    """The refs (or reflogs) beside ``path`` to bind read-only into its redirected directory:
+    not git's locks, not corral's temporary names, not a link whose target is gone (there is
+    nothing to bind)."""
+    return [entry for entry in _entries(path.parent)
+            if entry != path and not entry.name.startswith(".") and not entry.name.endswith(".lock")
+            and entry.exists()]
 
 
 def _entries(directory: Path) -> list[Path]:

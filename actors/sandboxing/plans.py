@@ -34,7 +34,8 @@ def build_plan(request: HarnessRequest, launch: Launch, info: SandboxInfo, *, ha
                masks: Iterable[str] = (), proxy_socket: str | None = None) -> SandboxPlan:
     """The plan for ``launch`` of ``request``. Blocking (``git``, ``stat``s): run it in a thread."""
     env: Mapping[str, str] = {**os.environ, **launch.env}
-    rules = git_rules(request.cwd)  # the session's cwd (a native worker starts elsewhere)
+    # the session's cwd (a native worker starts elsewhere); bubblewrap gives the branch its own directory
+    rules = git_rules(request.cwd, redirect=info.effective == "bwrap")
     session_cwd = Path(request.cwd)
     root = rules.top if rules.top is not None and rules.writable else session_cwd
     reads, writes = session_parts(harness, Path(request.work_dir).parent)
@@ -43,7 +44,7 @@ def build_plan(request: HarnessRequest, launch: Launch, info: SandboxInfo, *, ha
     private_tmp = Path(request.work_dir).parent / "tmp"  # made by whoever enforces the plan
     void_dir = Path(request.state_dir or request.work_dir) / "sandbox"
     return SandboxPlan(
-        cwd=Path(launch.cwd), writable=tuple(writable), protected=rules.protected,
+        cwd=Path(launch.cwd), writable=tuple(writable), protected=rules.protected, redirects=rules.redirects,
         masked=tuple(_unique(Path(m) for m in masks)),
         read_only=tuple(_unique([*_runtime(launch, env), *rules.readable, *reads])),
         hidden=tuple(_unique(Path(p) for p in info.deny_read)),
@@ -62,8 +63,13 @@ def confinement_of(plan: SandboxPlan, *, effective: SandboxEffective = "landlock
 
     inside: Literal["landlock", "bwrap"] = "bwrap" if effective == "bwrap" else "landlock"
     lays = inside == "landlock" or (landlock_enabled and landlock.abi() >= 1)
-    return Confinement(cwd=str(plan.cwd), read_only=strings(plan.read_only), writable=strings(plan.writable),
-                       protected=strings(plan.protected), masked=strings(plan.masked),
+    # Inside bubblewrap a redirect's destination is its writable source; the refs bound read-only
+    # in it are bubblewrap's to hold (protecting them would leave the directory out of the grant).
+    redirected = [destination for _, destination in plan.redirects]
+    protected = [path for path in plan.protected if path.parent not in redirected]
+    return Confinement(cwd=str(plan.cwd), read_only=strings(plan.read_only),
+                       writable=strings([*plan.writable, *redirected]),
+                       protected=strings(protected), masked=strings(plan.masked),
                        hidden=strings(plan.hidden), tmp_dir=_tmp_inside(plan, inside),
                        net=plan.net, effective=inside, landlock=lays)
 

@@ -6,7 +6,9 @@ died between making a worktree and creating its session). Its worktree directory
 of it and the home go; its branch goes too unless it holds commits that no other local branch
 holds — those are the user's work, kept and reported. Homes of another state directory (a root
 shared by two daemons), homes without ``corral.json`` and unreadable ones are left alone.
-Every pruned worktree is reported in the daemon log.
+Every pruned worktree is reported in the daemon log. The worktrees that stay get their branch
+back as a plain ref where a sandbox had redirected it (``reflink``): no sandbox runs at boot
+(the daemon that ran them is gone, and no session starts before the reconcile is done).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import trio
 
 from actors.workspace.git import Git
 from actors.workspace.records import Owner, read_owner
-from actors.workspace.removal import branch_exists, delete_branch, remove_worktree, unmerged_commits
+from actors.workspace.removal import (branch_exists, delete_branch, remove_worktree, unlink_branch,
+                                      unmerged_commits)
 from protocol.errors import StorageFailed
 
 __all__ = ["Pruned", "reconcile"]
@@ -45,6 +48,8 @@ async def reconcile(git: Git, root: Path, state_dir: Path) -> list[Pruned]:
     pruned: list[Pruned] = []
     for home, owner in owners:
         if (state_dir / "sessions" / owner.session_id).is_dir():
+            if os.path.isdir(owner.common_dir):
+                await unlink_branch(owner.common_dir, owner.branch)
             continue
         try:
             done = await _prune(git, home, owner)
@@ -65,7 +70,7 @@ async def reconcile(git: Git, root: Path, state_dir: Path) -> list[Pruned]:
 
 
 async def _prune(git: Git, home: Path, owner: Owner) -> Pruned:
-    await remove_worktree(git, owner.common_dir, owner.path, str(home))
+    await remove_worktree(git, owner.common_dir, owner.path, str(home), owner.branch)
     kept = 0
     deleted = False
     if os.path.isdir(owner.common_dir) and await branch_exists(git, owner.common_dir, owner.branch):

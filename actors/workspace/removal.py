@@ -1,5 +1,8 @@
 """Taking a worktree away: its directory, git's record of it, its home, and (maybe) its branch.
 
+``remove_worktree`` first gives a branch a sandbox had redirected its plain ref back
+(``actors.sandboxing.reflink.unlink``): no sandbox of the worktree runs any more.
+
 Commands run in the repository's git common directory, which works for ``worktree``,
 ``branch`` and ``rev-list`` even when the source checkout has moved. A repository that is gone
 altogether leaves only directories to delete. The caller holds the repository's lock.
@@ -7,23 +10,29 @@ altogether leaves only directories to delete. The caller holds the repository's 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
 
 import trio
 
+from actors.sandboxing.reflink import unlink
 from actors.workspace.git import Git
 from protocol.errors import StorageFailed
 
-__all__ = ["branch_exists", "delete_branch", "remove_worktree", "unmerged_commits"]
+__all__ = ["branch_exists", "delete_branch", "remove_worktree", "unlink_branch", "unmerged_commits"]
+
+log = logging.getLogger("corral.workspaces")
 
 
-async def remove_worktree(git: Git, common_dir: str, path: str, home: str) -> None:
+async def remove_worktree(git: Git, common_dir: str, path: str, home: str, branch: str) -> None:
     """Remove the worktree at ``path`` (local changes included), git's record of it and its
-    ``home`` (``corral.json``, the scratch index). Raises ``GitFailed`` if git cannot prune and
-    ``StorageFailed`` if the home cannot be deleted."""
+    ``home`` (``corral.json``, the scratch index); ``branch`` becomes a plain ref again. Raises
+    ``GitFailed`` if git cannot prune and ``StorageFailed`` if the home cannot be deleted."""
     known = os.path.isdir(common_dir)
+    if known:
+        await unlink_branch(common_dir, branch)
     removed = False
     if known and os.path.lexists(path):
         # Not checked: a directory git no longer knows as a worktree goes with the home below.
@@ -34,6 +43,15 @@ async def remove_worktree(git: Git, common_dir: str, path: str, home: str) -> No
         # git's record of a directory that vanished (``prune`` drops every such stale record;
         # git would do the same at its next gc).
         await git.run(common_dir, "worktree", "prune")
+
+
+async def unlink_branch(common_dir: str, branch: str) -> None:
+    """``branch`` as a plain ref again if a sandbox redirected it (``reflink``); a failure is
+    logged (the symlinked ref still reads right: git follows it)."""
+    try:
+        await trio.to_thread.run_sync(unlink, Path(common_dir), f"refs/heads/{branch}")
+    except (OSError, ValueError) as exc:
+        log.warning("workspaces: cannot make the branch %s of %s a plain ref again: %s", branch, common_dir, exc)
 
 
 async def delete_branch(git: Git, common_dir: str, branch: str) -> bool:

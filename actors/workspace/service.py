@@ -9,6 +9,10 @@ request handlers call.
 * ``after_result``: after a turn's ``result``, the changed-files count, and a ``workspace``
   event when it moved.
 * ``describe``: ``SessionInfo`` with ``repo`` and ``workspace`` filled in.
+
+A bubblewrap sandbox gives the session's branch a directory of its own, the ref a symlink to it
+(``actors.sandboxing.reflink``): ``commit`` and ``merge`` make it plain while they move the
+branch and link it again after, and removing the worktree makes it plain for good.
 * ``run``: the boot reconcile (``actors.workspace.reconcile``) as a child of the root.
 
 The requests that involve a session too (``session.create`` with a worktree, ``workspace.merge``
@@ -30,6 +34,7 @@ from pathlib import Path
 import msgspec
 import trio
 
+from actors.sandboxing import reflink
 from actors.workspace import merging
 from actors.workspace.changes import file_changes, snapshot, unified_diff
 from actors.workspace.config import WorkspacesConfig, workspaces_root
@@ -110,7 +115,7 @@ class Workspaces:
         """Undo ``place`` for a session that was not created: worktree, branch and home go."""
         self._records.pop(record.session_id, None)
         async with self._lock(record.common_dir):
-            await remove_worktree(self.git, record.common_dir, record.path, record.home)
+            await remove_worktree(self.git, record.common_dir, record.path, record.home, record.branch)
             await delete_branch(self.git, record.common_dir, record.branch)
 
     # --- reading ----------------------------------------------------------------------------
@@ -157,7 +162,7 @@ class Workspaces:
         """``workspace.commit``: everything uncommitted, untracked files included."""
         if not message.strip():
             raise BadRequest("workspace.commit needs a message; git refuses an empty one")
-        async with self._lock(self._active(session_id).common_dir):
+        async with self._lock(self._active(session_id).common_dir), self._detached(self._active(session_id)):
             commit = await merging.commit_snapshot(self.git, self._active(session_id), message)
         if commit is None:
             raise BadRequest(f"nothing to commit: the worktree of {session_id} has no uncommitted changes")
@@ -167,7 +172,8 @@ class Workspaces:
         """``workspace.merge``; an ``ended`` session's worktree and branch go once merged."""
         async with self._lock(self._active(session_id).common_dir):
             record = self._active(session_id)
-            merged = await merging.merge(self.git, record, strategy)
+            async with self._detached(record):
+                merged = await merging.merge(self.git, record, strategy)
             record = msgspec.structs.replace(record, state="merged", merged_commit=merged.commit,
                                              base=merged.base)
             await self._save(record)
@@ -217,9 +223,27 @@ class Workspaces:
         return True
 
     async def _remove(self, record: WorkspaceRecord) -> WorkspaceRecord:
-        await remove_worktree(self.git, record.common_dir, record.path, record.home)
+        await remove_worktree(self.git, record.common_dir, record.path, record.home, record.branch)
         await delete_branch(self.git, record.common_dir, record.branch)
         return msgspec.structs.replace(record, removed=True, changed_files=0)
+
+    @asynccontextmanager
+    async def _detached(self, record: WorkspaceRecord) -> AsyncIterator[None]:
+        """corral moves the session's branch in here: if a sandbox had linked it
+        (``actors.sandboxing.reflink``), its ref and reflog are plain files while git writes
+        them, and linked again after, so the sandbox sees the new value. A failure to link
+        again is logged: the next spawn links."""
+        common, ref = Path(record.common_dir), f"refs/heads/{record.branch}"
+        await trio.to_thread.run_sync(reflink.detach, common, ref)
+        try:
+            yield
+        finally:
+            with trio.CancelScope(shield=True):
+                try:
+                    await trio.to_thread.run_sync(reflink.relink, common, ref)
+                except OSError as exc:
+                    log.warning("workspace of session %s: cannot relink its branch %s: %s",
+                                record.session_id, record.branch, exc)
 
     async def _save(self, record: WorkspaceRecord) -> None:
         directory = self.sessions_dir / record.session_id

@@ -15,7 +15,8 @@ Mount order matters (later mounts cover earlier ones): ``/`` read-only, ``/dev``
 the private ``/tmp``, the read-only binds, then the writable binds (so a worktree under ``/tmp``
 is not hidden by the tmpfs), then the masks (empty, so a writable cwd that holds corral's
 state directory does not show it again), then once more the binds that lie inside a mask (the
-session's own parts, a worktree under the worktrees root), then the protected paths, and the
+session's own parts, a worktree under the worktrees root), then the redirects (a directory
+bound writable over another: a worktree's branch's own), the protected paths, and the
 hidden paths (``deny_read`` wins over everything); last, the masks are remounted read-only.
 
 For ``net = "model"`` the sandbox joins the session's network namespace instead of making one:
@@ -64,6 +65,9 @@ def wrap(argv: Sequence[str], env: Mapping[str, str | None], plan: SandboxPlan,
         args += ["--tmpfs", str(path)] if path.is_dir() else _void(plan, path)
     args += _binds(plan, [p for p in _existing(plan.read_only) if _beneath(p, masked)],
                    [p for p in _existing(plan.writable) if _beneath(p, masked)])
+    for source, destination in plan.redirects:
+        if source.is_dir() and destination.is_dir():
+            args += ["--bind", str(source), str(destination)]
     for path in _existing(plan.protected):
         args += ["--ro-bind", str(path), str(path)]
     new_env = {**env, **plan.env}

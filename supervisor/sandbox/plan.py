@@ -13,6 +13,9 @@ The model is "everything read-only, some things writable, some things invisible"
 * ``masked``: paths replaced by an empty directory *after* those binds — a writable cwd that
   holds one does not show it — and before the read-only and writable paths that lie inside
   them are bound again (corral's state directory, with the session's own parts put back);
+* ``redirects``: ``(source, destination)`` pairs, bubblewrap only: ``source`` bound writable
+  over ``destination``, after the masks and before the protected paths (a worktree's branch
+  in a directory of its own, over its ref's directory);
 * ``protected``: paths inside writable ones that stay read-only (a repository's hooks and
   config, the refs of other branches);
 * ``hidden``: ``deny_read`` — invisible and unreadable, applied last so they win over everything.
@@ -51,6 +54,7 @@ class SandboxPlan(msgspec.Struct, kw_only=True, frozen=True):
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
     protected: tuple[Path, ...] = ()
+    redirects: tuple[tuple[Path, Path], ...] = ()
     masked: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     tmp: bool = True

@@ -105,6 +105,16 @@ async def test_a_sandboxed_worktree_session_writes_only_its_worktree_and_commits
             assert git(repo, "tag", "--list") == "v1"
             assert not (Path(git(repo, "rev-parse", "--absolute-git-dir")) / "hooks" / "pre-commit").exists()
             assert git(repo, "config", "--get", "user.name") != "evil"
+            refs = git(repo, "for-each-ref", "--format=%(refname)")
+            if mode == "bwrap":  # the branch's own directory takes a new ref; the repository never sees it
+                made = await _tool(client, sid, "git branch corral/another && git branch corral/x/y && (git tag t2 2>/dev/null; "
+                                                "git rev-parse --verify -q corral/x/y)")
+                assert made["output"].strip() == git(repo, "rev-parse", branch), made
+                assert git(repo, "for-each-ref", "--format=%(refname)") == refs
+                common = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+                assert (common / "refs" / "heads" / branch).is_symlink()
+                await client.ok("workspace.discard", session_id=sid, force=True)
+                assert not (common / "corral").exists() and branch not in git(repo, "branch")
     finally:
         await stop_daemon(daemon)
         shutil.rmtree(var)

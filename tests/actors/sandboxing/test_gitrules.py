@@ -53,7 +53,7 @@ def test_harness_state_is_its_home_variable_or_its_defaults() -> None:
 
 def _in_sandbox(mode: str, plan_cwd: Path, rules: GitRules, script: str, void: Path) -> subprocess.CompletedProcess[str]:
     plan = SandboxPlan(cwd=plan_cwd, writable=(plan_cwd, *rules.writable), protected=rules.protected,
-                       read_only=rules.readable, tmp=False, void=void_file(void))
+                       redirects=rules.redirects, read_only=rules.readable, tmp=False, void=void_file(void))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@example.com")
@@ -65,14 +65,21 @@ def _in_sandbox(mode: str, plan_cwd: Path, rules: GitRules, script: str, void: P
                           env=env, check=False, preexec_fn=landlock.preexec_hook(plan))
 
 
-@pytest.mark.parametrize(("mode", "sibling"), [("bwrap", False), ("bwrap", True), ("landlock", False)])
+def _refs(repo: Path) -> dict[str, str]:
+    listed = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    return dict(line.split(" ") for line in listed.splitlines())
+
+
+@pytest.mark.parametrize(("mode", "sibling"), [("bwrap", None), ("bwrap", "packed"), ("bwrap", "loose"),
+                                               ("landlock", None)])
 def test_in_the_sandbox_git_commits_on_its_branch_and_no_other_ref_can_be_made_moved_or_deleted(
-        mode: str, sibling: bool) -> None:
+        mode: str, sibling: str | None) -> None:
     """Real git in a real sandbox (outside ``/tmp``, so bubblewrap's private ``/tmp`` hides
     nothing): a commit moves the session's branch; ``main``, a tag, a new branch or tag beside
     them, ``packed-refs``, the refs' files themselves and another session's branch in the
-    branch's own directory (bubblewrap binds it read-only: Landlock cannot keep a file in a
-    writable directory, docs/sandbox.md) stay as they were."""
+    branch's own directory stay as they were. Under bubblewrap the branch has a directory of its
+    own: a new ref beside it (``corral/another``, ``corral/x/y``), or over a packed sibling, is
+    made in there and the repository never sees it; a loose sibling is bound read-only in it."""
     if mode == "bwrap":
         need_bwrap()
     if mode == "landlock" and landlock.abi() < 1:
@@ -81,36 +88,50 @@ def test_in_the_sandbox_git_commits_on_its_branch_and_no_other_ref_can_be_made_m
     try:
         repo = make_repo(base / "repo")
         git(repo, "tag", "v1")
-        if sibling:
+        if sibling is not None:
             git(repo, "branch", "corral/other")
-            git(repo, "pack-refs", "--all")  # only in packed-refs: written out loose, bound read-only
+        if sibling == "packed":
+            git(repo, "pack-refs", "--all")  # only in packed-refs
         git(repo, "worktree", "add", "-q", "-b", "corral/mine", str(base / "wt"))
         common = repo / ".git"
-        before = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-        rules = git_rules(str(base / "wt"))
+        before = _refs(repo)
+        rules = git_rules(str(base / "wt"), redirect=mode == "bwrap")
         done = _in_sandbox(mode, base / "wt", rules, "echo x > f && git add f && git commit -q -m boxed && echo COMMITTED", base / "void")
         assert "COMMITTED" in done.stdout, done
         assert git(repo, "log", "--format=%s", "-1", "corral/mine") == "boxed"
+        assert git(repo, "reflog", "--format=%gs", "-1", "corral/mine") == "commit: boxed"
         head = git(repo, "rev-parse", "corral/mine")
-        for attack in ("git branch other", "git branch -f main HEAD", "git branch -D main",
-                       "git branch -m corral/mine main", "git update-ref refs/heads/main HEAD",
-                       "git update-ref -d refs/heads/main", "git tag t", "git tag -f v1 HEAD",
-                       "git update-ref refs/tags/t HEAD", "git update-ref refs/notes/x HEAD",
-                       "git pack-refs --all", "git branch newdir/x",
-                       f"echo {head} > {common}/refs/heads/other", f"echo {head} > {common}/refs/tags/t",
-                       f"echo {head} > {common}/refs/heads/main", f"rm {common}/refs/heads/main",
-                       f"echo '{head} refs/heads/sneaky' >> {common}/packed-refs",
-                       f"mkdir {common}/refs/heads/newdir", f"echo 'exit 0' > {common}/hooks/post-checkout",
-                       *(() if not sibling else (
-                           "git branch -f corral/other HEAD", "git branch -D corral/other",
-                           "git update-ref refs/heads/corral/other HEAD", f"rm {common}/refs/heads/corral/other",
-                           f"echo {head} > {common}/refs/heads/corral/other",
-                           f"mv {common}/refs/heads/corral/mine {common}/refs/heads/corral/other"))):
+        refused = ["git branch other", "git branch -f main HEAD", "git branch -D main",
+                   "git branch -m corral/mine main", "git update-ref refs/heads/main HEAD",
+                   "git update-ref -d refs/heads/main", "git tag t", "git tag -f v1 HEAD",
+                   "git update-ref refs/tags/t HEAD", "git update-ref refs/notes/x HEAD",
+                   "git pack-refs --all", "git branch newdir/x",
+                   f"echo {head} > {common}/refs/heads/other", f"echo {head} > {common}/refs/tags/t",
+                   f"echo {head} > {common}/refs/heads/main", f"rm {common}/refs/heads/main",
+                   f"echo '{head} refs/heads/sneaky' >> {common}/packed-refs",
+                   f"mkdir {common}/refs/heads/newdir", f"echo 'exit 0' > {common}/hooks/post-checkout",
+                   f"mv {common}/refs/heads/corral/mine {common}/refs/heads/main"]
+        if sibling is not None:  # (a packed one's reflog is loose: bound read-only too)
+            refused += ["git branch -D corral/other", f"rm {common}/refs/heads/corral/other",
+                        "git branch -f corral/other HEAD", "git update-ref refs/heads/corral/other HEAD"]
+        if sibling == "loose":
+            refused += [f"echo {head} > {common}/refs/heads/corral/other",
+                        f"mv {common}/refs/heads/corral/mine {common}/refs/heads/corral/other"]
+        for attack in refused:
             result = _in_sandbox(mode, base / "wt", rules, attack, base / "void")
             assert result.returncode != 0, (attack, result)
-        after = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-        refs = dict(line.split(" ") for line in after.splitlines())
-        assert refs == {**dict(line.split(" ") for line in before.splitlines()), "refs/heads/corral/mine": head}
+        if mode == "bwrap":  # made in the branch's own directory: real inside, absent outside
+            beside = ["git branch corral/another && git rev-parse --verify corral/another",
+                      "git branch corral/x/y && git rev-parse --verify corral/x/y",
+                      f"echo {head} > {common}/refs/heads/corral/planted && git rev-parse --verify corral/planted"]
+            if sibling == "packed":
+                beside += [f"echo {head} > {common}/refs/heads/corral/other"]
+            if sibling == "loose":  # visible, read-only
+                beside += [f"test $(git rev-parse corral/other) = {before['refs/heads/corral/other']}"]
+            for attempt in beside:
+                result = _in_sandbox(mode, base / "wt", rules, attempt, base / "void")
+                assert result.returncode == 0, (attempt, result)
+        assert _refs(repo) == {**before, "refs/heads/corral/mine": head}
         assert not (common / "hooks" / "post-checkout").exists()
     finally:
         shutil.rmtree(base)
