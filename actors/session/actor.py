@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import math
 import time
 from typing import Any
 
@@ -229,8 +228,11 @@ class Session:
                 while not self.core.finished:
                     msg: Message | None = None
                     deadline = self.core.next_deadline()
-                    with trio.move_on_at(math.inf if deadline is None else deadline):
+                    if deadline is None:  # no cancel scope open while idle (issue 24: bytes a session)
                         msg = await self._inbox.receive()
+                    else:
+                        with trio.move_on_at(deadline):
+                            msg = await self._inbox.receive()
                     await self._take(msg)
                     await self._take_ready()
                     await self._publish()

@@ -125,8 +125,12 @@ class Core:
     async def serve(self) -> None:
         while True:
             msg: Message | None = None
-            with trio.move_on_at(self._next_due()):
+            due = self._next_due()
+            if due == math.inf:  # no cancel scope open while nothing is due: a few hundred bytes
                 msg = await self.inbox.receive()
+            else:
+                with trio.move_on_at(due):
+                    msg = await self.inbox.receive()
             if msg is None:
                 await self._start_due()
             elif isinstance(msg, Exited):
