@@ -116,6 +116,9 @@ class Session:
             deps.sessions.inbox_size, name=f"session {meta.id}")
         self._replies = Replies()
         self._published = log.last_seq
+        self._nursery: trio.Nursery | None = None
+        """The loop's nursery while it runs: where the flusher starts when writes are pending."""
+        self._flushing = False
         self.proxy = SessionProxy.for_session(request, meta.harness, deps.driver, self.announce)
         """The sandbox's network proxy (``net = "model"``), started before the harness; else None."""
         self.harness = Harness(
@@ -210,7 +213,7 @@ class Session:
         try:
             with scope:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._flush)
+                    self._nursery = nursery
                     if self.proxy is not None:  # listening before the first child looks for it
                         await nursery.start(self.proxy.supervise)
                     nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
@@ -219,6 +222,7 @@ class Session:
                     await self._loop(task_status)
                     nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
         finally:
+            self._nursery = None
             ended.set()
 
     async def _loop(self, task_status: trio.TaskStatus[None]) -> None:
@@ -327,13 +331,17 @@ class Session:
         """Wake the subscribers for what was appended and make it durable as the setting asks: with
         ``event`` the fsync comes first; with ``turn`` the clients are woken first (the lines are
         in the file already: a daemon crash loses nothing they saw) and the flusher fsyncs at once,
-        off the loop: the next message is not held up by the disk."""
+        off the loop: the next message is not held up by the disk. The flusher runs only while
+        writes are pending (an idle session has no flusher task)."""
         if self.log.durability == "event":
             await self.log.commit()
         if self.log.last_seq != self._published:
             self._published = self.log.last_seq
             self.feed.appended()
         self.log.sync_soon()
+        if self.log.flush_pending and not self._flushing and self._nursery is not None:
+            self._flushing = True
+            self._nursery.start_soon(self._flush)
 
     async def _tell(self, msg: Message) -> None:
         """Deliver a notice about the child without a schedule point while the inbox has room (a
@@ -345,10 +353,12 @@ class Session:
 
     async def _flush(self) -> None:
         try:
-            await self.log.run_flusher()
+            await self.log.flush()
         except StorageFailed as exc:
             with contextlib.suppress(ActorGone):
                 await self._inbox.send(LogBroken(exc))
+        finally:
+            self._flushing = False
 
     def _starts_close(self, msg: Call | Input | None) -> bool:
         """Whether ``msg`` makes a live session start to close (a second close does not)."""
