@@ -191,36 +191,37 @@ class Session:
 
     async def run(self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until closed or failed; cancelling it closes the session (see the module docstring)."""
-        body = trio.CancelScope(shield=True)
         ended = trio.Event()
         try:
             async with trio.open_nursery() as nursery:
                 try:
-                    await nursery.start(self._body, body, ended)
+                    await nursery.start(self._body, ended)
                     task_status.started(self)
                     await ended.wait()
                 finally:
                     if not ended.is_set():  # cancelled: the daemon stops this session
                         with trio.CancelScope(shield=True):
                             await self._stop(ended)
-                            body.cancel()
+                            if self._nursery is not None:  # the close overran: the body ends now
+                                self._nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
                 await self._wind_up()
 
-    async def _body(self, scope: trio.CancelScope, ended: trio.Event, *,
-                    task_status: trio.TaskStatus[None]) -> None:
+    async def _body(self, ended: trio.Event, *, task_status: trio.TaskStatus[None]) -> None:
         try:
-            with scope:
-                async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
-                    if self.proxy is not None:  # listening before the first child looks for it
-                        await nursery.start(self.proxy.supervise)
-                    nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
-                    if self._after is not None:
-                        self._after.attach(nursery)
-                    await self._loop(task_status)
-                    nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
+            async with trio.open_nursery() as nursery:
+                # Shielded before its first schedule point: only ``run`` cancels the body (one
+                # cancel scope less than a shielded scope around the nursery; issue 24).
+                nursery.cancel_scope.shield = True
+                self._nursery = nursery
+                if self.proxy is not None:  # listening before the first child looks for it
+                    await nursery.start(self.proxy.supervise)
+                nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
+                if self._after is not None:
+                    self._after.attach(nursery)
+                await self._loop(task_status)
+                nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
         finally:
             self._nursery = None
             ended.set()
