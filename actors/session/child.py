@@ -129,15 +129,15 @@ class Generation:
         self.jobs: trio.Nursery | None = None
         """Where this child's ``Work`` runs (with ``runner``), when the session runs it."""
         self.goodbye: tuple[bytes, ...] = ()
-        self.asked = trio.Event()
-        """Set when the session asked this child to close: its end is then not a crash."""
+        self.asked = False
+        """Whether the session asked this child to close: its end is then not a crash."""
         self.closer: trio.Nursery | None = None
         """Where the polite close runs once asked (``Harness._pump``'s nursery)."""
 
     def close(self, goodbye: tuple[bytes, ...]) -> None:
-        if not self.asked.is_set():
+        if not self.asked:
             self.goodbye = goodbye
-            self.asked.set()
+            self.asked = True
             if self.closer is not None:
                 self.closer.start_soon(self.child.close, _goodbye(goodbye))
 
@@ -204,7 +204,7 @@ class Harness:
             if gen == 1 and isinstance(exc, PlacementCwdMissing | PlacementBinaryMissing):
                 return  # no restart: session.create refuses the session with it
             raise ChildExited(f"harness child {gen} did not start: {message}") from exc
-        if status is not None and not running.asked.is_set():
+        if status is not None and not running.asked:
             raise ChildExited(f"harness child {gen} {describe_exit(status)}")
 
     async def _spawning(self, gen: int, request: HarnessRequest) -> AbstractAsyncContextManager[HarnessChild]:
@@ -319,7 +319,7 @@ class Harness:
             # The polite close starts here when the session asks (``Generation.close``): no task
             # waits for the ask, an idle session costs one less.
             running.closer = nursery
-            if running.asked.is_set():
+            if running.asked:
                 nursery.start_soon(running.child.close, _goodbye(running.goodbye))
             try:
                 told = await self._forward(running)
