@@ -255,7 +255,7 @@ class EventLog:
             raise
 
     def sync_soon(self) -> None:
-        """Hand a due sync to ``run_flusher``, to be done at once rather than awaited here (the
+        """Hand a due sync to ``flush``, to be done at once rather than awaited here (the
         ``turn`` writer's path: the next message is not held up by a disk flush)."""
         if self._sync_due:
             self._sync_due = False
