@@ -24,7 +24,6 @@ same types for a payload this framer could not carry faithfully.
 from __future__ import annotations
 
 import abc
-import collections
 from collections.abc import Callable, Iterator
 from typing import Protocol, TypeAlias
 
@@ -85,7 +84,10 @@ class _BufferedFramer(abc.ABC):
             raise ValueError(f"frame limit must be >= 0, got {limit}")
         self._limit = limit
         self._buf = bytearray()
-        self._frames: collections.deque[bytes] = collections.deque()
+        # A list read from ``_taken`` on, emptied once drained: an idle stream's queue is an empty
+        # list (56 bytes), where a deque keeps a 760-byte block (issue 24: one per session).
+        self._frames: list[bytes] = []
+        self._taken = 0
         self._pending: CorralError | None = None
         self._failed: CorralError | None = None
         self._ended = False
@@ -120,8 +122,13 @@ class _BufferedFramer(abc.ABC):
         Raises ``FrameTooLarge`` or ``ProtocolError`` once the frames received intact before a
         bad one are gone; after that, every call raises again.
         """
-        if self._frames:
-            return self._frames.popleft()
+        if self._taken < len(self._frames):
+            frame = self._frames[self._taken]
+            self._taken += 1
+            if self._taken == len(self._frames):
+                self._frames.clear()
+                self._taken = 0
+            return frame
         self._raise_if_failed()
         self._raise_pending()
         return None

@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import math
 import time
 from typing import Any
 
@@ -117,6 +116,9 @@ class Session:
             deps.sessions.inbox_size, name=f"session {meta.id}")
         self._replies = Replies()
         self._published = log.last_seq
+        self._nursery: trio.Nursery | None = None
+        """The loop's nursery while it runs: where the flusher starts when writes are pending."""
+        self._flushing = False
         self.proxy = SessionProxy.for_session(request, meta.harness, deps.driver, self.announce)
         """The sandbox's network proxy (``net = "model"``), started before the harness; else None."""
         self.harness = Harness(
@@ -189,37 +191,39 @@ class Session:
 
     async def run(self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until closed or failed; cancelling it closes the session (see the module docstring)."""
-        body = trio.CancelScope(shield=True)
         ended = trio.Event()
         try:
             async with trio.open_nursery() as nursery:
                 try:
-                    await nursery.start(self._body, body, ended)
+                    await nursery.start(self._body, ended)
                     task_status.started(self)
                     await ended.wait()
                 finally:
                     if not ended.is_set():  # cancelled: the daemon stops this session
                         with trio.CancelScope(shield=True):
                             await self._stop(ended)
-                            body.cancel()
+                            if self._nursery is not None:  # the close overran: the body ends now
+                                self._nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
                 await self._wind_up()
 
-    async def _body(self, scope: trio.CancelScope, ended: trio.Event, *,
-                    task_status: trio.TaskStatus[None]) -> None:
+    async def _body(self, ended: trio.Event, *, task_status: trio.TaskStatus[None]) -> None:
         try:
-            with scope:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._flush)
-                    if self.proxy is not None:  # listening before the first child looks for it
-                        await nursery.start(self.proxy.supervise)
-                    nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
-                    if self._after is not None:
-                        self._after.attach(nursery)
-                    await self._loop(task_status)
-                    nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
+            async with trio.open_nursery() as nursery:
+                # Shielded before its first schedule point: only ``run`` cancels the body (one
+                # cancel scope less than a shielded scope around the nursery; issue 24).
+                nursery.cancel_scope.shield = True
+                self._nursery = nursery
+                if self.proxy is not None:  # listening before the first child looks for it
+                    await nursery.start(self.proxy.supervise)
+                nursery.start_soon(functools.partial(self.harness.supervise, rng=self.deps.rng))
+                if self._after is not None:
+                    self._after.attach(nursery)
+                await self._loop(task_status)
+                nursery.cancel_scope.cancel()  # stops the child's supervisor (a pending restart too)
         finally:
+            self._nursery = None
             ended.set()
 
     async def _loop(self, task_status: trio.TaskStatus[None]) -> None:
@@ -229,8 +233,11 @@ class Session:
                 while not self.core.finished:
                     msg: Message | None = None
                     deadline = self.core.next_deadline()
-                    with trio.move_on_at(math.inf if deadline is None else deadline):
+                    if deadline is None:  # no cancel scope open while idle (issue 24: bytes a session)
                         msg = await self._inbox.receive()
+                    else:
+                        with trio.move_on_at(deadline):
+                            msg = await self._inbox.receive()
                     await self._take(msg)
                     await self._take_ready()
                     await self._publish()
@@ -325,13 +332,17 @@ class Session:
         """Wake the subscribers for what was appended and make it durable as the setting asks: with
         ``event`` the fsync comes first; with ``turn`` the clients are woken first (the lines are
         in the file already: a daemon crash loses nothing they saw) and the flusher fsyncs at once,
-        off the loop: the next message is not held up by the disk."""
+        off the loop: the next message is not held up by the disk. The flusher runs only while
+        writes are pending (an idle session has no flusher task)."""
         if self.log.durability == "event":
             await self.log.commit()
         if self.log.last_seq != self._published:
             self._published = self.log.last_seq
             self.feed.appended()
         self.log.sync_soon()
+        if self.log.flush_pending and not self._flushing and self._nursery is not None:
+            self._flushing = True
+            self._nursery.start_soon(self._flush)
 
     async def _tell(self, msg: Message) -> None:
         """Deliver a notice about the child without a schedule point while the inbox has room (a
@@ -343,10 +354,12 @@ class Session:
 
     async def _flush(self) -> None:
         try:
-            await self.log.run_flusher()
+            await self.log.flush()
         except StorageFailed as exc:
             with contextlib.suppress(ActorGone):
                 await self._inbox.send(LogBroken(exc))
+        finally:
+            self._flushing = False
 
     def _starts_close(self, msg: Call | Input | None) -> bool:
         """Whether ``msg`` makes a live session start to close (a second close does not)."""

@@ -37,7 +37,7 @@ import inspect
 import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -129,15 +129,15 @@ class Generation:
         self.jobs: trio.Nursery | None = None
         """Where this child's ``Work`` runs (with ``runner``), when the session runs it."""
         self.goodbye: tuple[bytes, ...] = ()
-        self.asked = trio.Event()
-        """Set when the session asked this child to close: its end is then not a crash."""
+        self.asked = False
+        """Whether the session asked this child to close: its end is then not a crash."""
         self.closer: trio.Nursery | None = None
         """Where the polite close runs once asked (``Harness._pump``'s nursery)."""
 
     def close(self, goodbye: tuple[bytes, ...]) -> None:
-        if not self.asked.is_set():
+        if not self.asked:
             self.goodbye = goodbye
-            self.asked.set()
+            self.asked = True
             if self.closer is not None:
                 self.closer.start_soon(self.child.close, _goodbye(goodbye))
 
@@ -188,58 +188,80 @@ class Harness:
         child (or is gone); raises ``ChildExited`` when the child ended unasked or never started."""
         gen = next(self._gens)
         request = self._request()
-        async with AsyncExitStack() as stack:
-            try:
-                launch = self.driver.launch(request)
-                env: dict[str, str | None] = dict(launch.env)
-                if request.sandbox is not None and request.confinement is None:
-                    confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
-                    launch = msgspec.structs.replace(launch, argv=confined.argv)
-                    env = confined.env
-                    spawning: AbstractAsyncContextManager[HarnessChild] = spawn_process(
-                        launch, self._spec(gen, launch, request, env, bwrap=request.sandbox.effective == "bwrap"), self.ledger,
-                        self._placed(request), confine=confined.preexec)
-                elif request.sandbox is not None and request.sandbox.effective == "bwrap":
-                    # A native worker under bubblewrap: its driver's spawn (its asks), with the
-                    # wrapped argv (so exec'd, not forked); the worker lays its confinement too.
-                    confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
-                    launch = msgspec.structs.replace(launch, argv=confined.argv)
-                    env = confined.env
-                    spawning = self._open(launch, self._spec(gen, launch, request, env, bwrap=True), request)
-                else:  # unconfined, or a native worker confining itself with Landlock
-                    spawning = self._open(launch, self._spec(gen, launch, request, env), request)
-                child = await stack.enter_async_context(spawning)
-            except Exception as exc:  # a child that cannot start has crashed: the planner decides
-                task_status.started(None)
-                code, message = _describe_failure(exc)
-                with contextlib.suppress(ActorGone):
-                    await self._tell(ChildSpawnFailed(gen=gen, code=code, message=message))
-                if gen == 1 and isinstance(exc, PlacementCwdMissing | PlacementBinaryMissing):
-                    return  # no restart: session.create refuses the session with it
-                raise ChildExited(f"harness child {gen} did not start: {message}") from exc
-            running = Generation(gen, child)
-            self.running[gen] = running
-            try:
-                task_status.started(running)
-                async with AsyncExitStack() as work:
-                    if request.runs_work:
-                        opened = self.driver.work_runner(request, self.ledger)  # type: ignore[attr-defined]
-                        running.runner = await work.enter_async_context(opened)
-                        running.jobs = await work.enter_async_context(trio.open_nursery())
-                        work.callback(running.jobs.cancel_scope.cancel)  # first on the way out
-                    await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid,
-                                                  placement=getattr(child, "placement", None)))
-                    status = await self._pump(running)
-                    running.jobs = None
-                if status is None:
-                    return  # the session is gone; the child is closed on the way out
-                await self._tell(ChildReaped(gen=gen, status=status))
-            except ActorGone:
-                return
-            finally:
-                del self.running[gen]
-        if not running.asked.is_set():
+        entered = False  # no ``AsyncExitStack`` (issue 24: its deque alone is 760 bytes a session)
+        try:
+            spawning = await self._spawning(gen, request)
+            async with spawning as child:
+                entered = True
+                running, status = await self._generation(gen, request, child, task_status)
+        except Exception as exc:  # a child that cannot start has crashed: the planner decides
+            if entered:
+                raise
+            task_status.started(None)
+            code, message = _describe_failure(exc)
+            with contextlib.suppress(ActorGone):
+                await self._tell(ChildSpawnFailed(gen=gen, code=code, message=message))
+            if gen == 1 and isinstance(exc, PlacementCwdMissing | PlacementBinaryMissing):
+                return  # no restart: session.create refuses the session with it
+            raise ChildExited(f"harness child {gen} did not start: {message}") from exc
+        if status is not None and not running.asked:
             raise ChildExited(f"harness child {gen} {describe_exit(status)}")
+
+    async def _spawning(self, gen: int, request: HarnessRequest) -> AbstractAsyncContextManager[HarnessChild]:
+        """The spawn of generation ``gen``'s child: launched, confined by the request's sandbox."""
+        launch = self.driver.launch(request)
+        env: dict[str, str | None] = dict(launch.env)
+        if request.sandbox is not None and request.confinement is None:
+            confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
+            launch = msgspec.structs.replace(launch, argv=confined.argv)
+            env = confined.env
+            spawning: AbstractAsyncContextManager[HarnessChild] = spawn_process(
+                launch, self._spec(gen, launch, request, env, bwrap=request.sandbox.effective == "bwrap"), self.ledger,
+                self._placed(request), confine=confined.preexec)
+        elif request.sandbox is not None and request.sandbox.effective == "bwrap":
+            # A native worker under bubblewrap: its driver's spawn (its asks), with the
+            # wrapped argv (so exec'd, not forked); the worker lays its confinement too.
+            confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
+            launch = msgspec.structs.replace(launch, argv=confined.argv)
+            env = confined.env
+            spawning = self._open(launch, self._spec(gen, launch, request, env, bwrap=True), request)
+        else:  # unconfined, or a native worker confining itself with Landlock
+            spawning = self._open(launch, self._spec(gen, launch, request, env), request)
+        return spawning
+
+    async def _generation(self, gen: int, request: HarnessRequest, child: HarnessChild,
+                          task_status: trio.TaskStatus[Generation | None]) -> tuple[Generation, ExitStatus | None]:
+        """Run generation ``gen`` with its ``child`` until stdout ends and the child is closed;
+        its exit status, or ``None`` when the session is gone (the child is then closed on the
+        way out)."""
+        running = Generation(gen, child)
+        self.running[gen] = running
+        try:
+            task_status.started(running)
+            async with self._working(request, running) if request.runs_work else contextlib.nullcontext():
+                await self._tell(ChildSpawned(gen=gen, request=request, pid=child.pid,
+                                              placement=getattr(child, "placement", None)))
+                status = await self._pump(running)
+                running.jobs = None
+            if status is not None:
+                await self._tell(ChildReaped(gen=gen, status=status))
+            return running, status
+        except ActorGone:
+            return running, None
+        finally:
+            del self.running[gen]
+
+    @asynccontextmanager
+    async def _working(self, request: HarnessRequest, running: Generation) -> AsyncIterator[None]:
+        """Around a generation of a session that runs ``Work``: the driver's ``work_runner`` and
+        the nursery of its jobs, which are cancelled first on the way out."""
+        async with self.driver.work_runner(request, self.ledger) as runner:  # type: ignore[attr-defined]
+            async with trio.open_nursery() as jobs:
+                running.runner, running.jobs = runner, jobs
+                try:
+                    yield
+                finally:
+                    jobs.cancel_scope.cancel()
 
     def _open(self, launch: Launch, spec: ProcessSpec,
               request: HarnessRequest) -> AbstractAsyncContextManager[HarnessChild]:
@@ -297,7 +319,7 @@ class Harness:
             # The polite close starts here when the session asks (``Generation.close``): no task
             # waits for the ask, an idle session costs one less.
             running.closer = nursery
-            if running.asked.is_set():
+            if running.asked:
                 nursery.start_soon(running.child.close, _goodbye(running.goodbye))
             try:
                 told = await self._forward(running)

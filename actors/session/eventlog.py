@@ -13,12 +13,13 @@ write is truncated back and consumes no ``seq``.
 thread. With ``event`` every line, and with ``turn`` (the default) a ``result``, ``permission``
 or ``exit`` (the moments a client acts on), makes a sync *due*: the writer then awaits
 ``commit()``, which fsyncs in a worker thread, before it tells anyone of the new events. The
-writer awaits it, so appends are never reordered around a sync. Other ``turn`` lines wake
-``run_flusher``, which fsyncs in a worker thread no later than ``fsync_interval`` after the
-first dirty write, on a tick shared by every session's flusher (``syncer``: one thread round
+writer awaits it, so appends are never reordered around a sync. Other ``turn`` lines are left
+to ``flush`` (a session runs it while ``flush_pending``: an idle session has no flusher task),
+which fsyncs in a worker thread no later than ``fsync_interval`` after the first dirty write, on
+a tick shared by every session's flusher (``syncer``: one thread round
 trip a tick for all of them). Under ``event`` the writer shows an event only once its fsync is done; under
 ``turn`` it shows the events first and then awaits the fsync (still before it takes its next
-message), or hands it to ``run_flusher`` to do at once (``sync_soon``), so a turn's end costs
+message), or hands it to ``flush`` to do at once (``sync_soon``), so a turn's end costs
 clients and the next prompt no disk flush while the fsync still lands within
 ``fsync_interval`` of the write, as PROTOCOL.md promises. ``none`` never fsyncs (not even at close). A failed fsync (or a failed
 truncate of a partial line) leaves the log *broken*: the kernel may have dropped the dirty
@@ -186,8 +187,12 @@ class EventLog:
         self._dirty = False
         self._sync_due = False
         self._broken: OSError | None = None
-        self._wake = trio.Event()
-        self._urgent = trio.Event()
+        self._wake: trio.Event | None = None
+        """Set by a write while ``run_flusher`` waits for one (made only then)."""
+        self._urgent = False
+        """``sync_soon`` asked: ``flush`` syncs at once, not at the tick."""
+        self._hurry: trio.Event | None = None
+        """Set by ``sync_soon`` while ``flush`` waits for the tick (made only then)."""
 
     @property
     def last_seq(self) -> int:
@@ -225,7 +230,7 @@ class EventLog:
             self._durability == "turn" and isinstance(event, _TURN_BOUNDARIES)
         ):
             self._sync_due = True
-        else:
+        elif self._wake is not None:
             self._wake.set()
         self._last_seq = seq
         self._size = start + len(line)
@@ -250,17 +255,25 @@ class EventLog:
             raise
 
     def sync_soon(self) -> None:
-        """Hand a due sync to ``run_flusher``, to be done at once rather than awaited here (the
+        """Hand a due sync to ``flush``, to be done at once rather than awaited here (the
         ``turn`` writer's path: the next message is not held up by a disk flush)."""
         if self._sync_due:
             self._sync_due = False
-            self._urgent.set()
-            self._wake.set()
+            self._urgent = True
+            if self._hurry is not None:
+                self._hurry.set()
+            if self._wake is not None:
+                self._wake.set()
 
     @property
     def durability(self) -> Durability:
         """When the log fsyncs (``turn``, ``event`` or ``none``)."""
         return self._durability
+
+    @property
+    def flush_pending(self) -> bool:
+        """Whether writes wait for ``flush`` (``turn`` durability, not synced yet, log usable)."""
+        return self._durability == "turn" and self._dirty and self._broken is None and self._fd >= 0
 
     @property
     def sync_due(self) -> bool:
@@ -291,25 +304,38 @@ class EventLog:
         return (DECODER.decode(data) for data in self.read_from(from_seq))
 
     async def run_flusher(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """For ``turn`` durability, fsync (in a worker thread) within ``fsync_interval`` of a write.
-
-        Runs until cancelled; with other durabilities it only sleeps. On cancellation it does a
-        final fsync of pending writes, shielded and bounded by ``_FINAL_SYNC_BOUND`` seconds.
-        Raises ``StorageFailed`` if an fsync fails (the log is then broken).
-        """
+        """``flush`` whenever writes are pending, until cancelled (a flusher that outlives its
+        writes; a session instead runs ``flush`` only while ``flush_pending``). With other
+        durabilities it only sleeps. Raises ``StorageFailed`` if an fsync fails."""
         task_status.started()
         if self._durability != "turn":
             await trio.sleep_forever()
+        while True:
+            if not self.flush_pending:
+                self._wake = trio.Event()
+                try:
+                    await self._wake.wait()
+                finally:
+                    self._wake = None
+            await self.flush()
+
+    async def flush(self) -> None:
+        """For ``turn`` durability: fsync (in a worker thread) within ``fsync_interval`` of the
+        first pending write, on the shared tick (at once after ``sync_soon``), until no write is
+        pending; then return. On cancellation it does a final fsync of pending writes, shielded
+        and bounded by ``_FINAL_SYNC_BOUND`` seconds. Raises ``StorageFailed`` if an fsync fails
+        (the log is then broken)."""
         deadline = next_tick(trio.current_time(), self._fsync_interval)
         try:
-            while True:
-                if not self._dirty:
-                    self._wake = trio.Event()
-                    await self._wake.wait()
-                    deadline = next_tick(trio.current_time(), self._fsync_interval)
-                with trio.move_on_at(deadline):
-                    await self._urgent.wait()  # ``sync_soon``: now, not at the deadline
-                self._urgent = trio.Event()
+            while self.flush_pending:
+                if not self._urgent:
+                    self._hurry = trio.Event()
+                    try:
+                        with trio.move_on_at(deadline):
+                            await self._hurry.wait()  # ``sync_soon``: now, not at the deadline
+                    finally:
+                        self._hurry = None
+                self._urgent = False
                 # Writes landing while this fsync runs are due one interval after it started.
                 deadline = next_tick(trio.current_time(), self._fsync_interval)
                 await self._sync_in_thread()

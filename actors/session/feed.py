@@ -49,7 +49,8 @@ class Feed:
         """Events up to this seq have no publish time (before the feed, or forgotten)."""
         self._stamp_seqs: list[int] = []
         self._stamp_times: list[float] = []
-        self._grew = trio.Event()
+        self._grew: trio.Event | None = None
+        """Set at the next publish; made only while a reader waits for one."""
         self._listeners: dict[Callable[[], None], None] = {}
 
     @property
@@ -72,8 +73,9 @@ class Feed:
         if self._log.last_seq != self._shown:
             self._stamp(self._log.last_seq)
         self._shown = self._log.last_seq
-        self._grew.set()
-        self._grew = trio.Event()
+        grew, self._grew = self._grew, None
+        if grew is not None:
+            grew.set()
         for wake in list(self._listeners):
             wake()
 
@@ -106,4 +108,6 @@ class Feed:
     async def wait_past(self, seq: int) -> None:
         """Return once an event after ``seq`` is published. Cancellable."""
         while self._shown <= seq:
+            if self._grew is None:
+                self._grew = trio.Event()
             await self._grew.wait()

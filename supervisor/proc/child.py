@@ -155,7 +155,7 @@ class ProcessChild:
         self._done = trio.Event()
         self._reaped = False
         self._closing = False
-        self._send_lock = trio.Lock()
+        self._send_lock: trio.Lock | None = None  # made with the first send
         # Made with the first stderr line: most children write none, and an empty deque is 760 bytes.
         self._stderr: collections.deque[str] | None = None
         self._stdout_ended = False
@@ -168,10 +168,13 @@ class ProcessChild:
         Raises ``ChildExited`` if stdin is closed or the child stopped reading for good. If
         cancelled mid-write, part of ``data`` may have been written: close the child then.
         """
+        lock = self._send_lock
+        if lock is None:
+            lock = self._send_lock = trio.Lock()
         try:
-            self._send_lock.acquire_nowait()  # the usual case: no schedule point before the write
+            lock.acquire_nowait()  # the usual case: no schedule point before the write
         except trio.WouldBlock:
-            await self._send_lock.acquire()
+            await lock.acquire()
         try:
             await write_all(self._spawned.stdin, data)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -179,7 +182,7 @@ class ProcessChild:
                 f"child {self.key!r} no longer reads its stdin", data={"pid": self.pid}
             ) from exc
         finally:
-            self._send_lock.release()
+            lock.release()
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (the usual goodbye); idempotent."""

@@ -58,14 +58,31 @@ class DeleteChild(msgspec.Struct, kw_only=True, frozen=True):
 class Instance:
     """One run of a child: its scope (shielded: only the supervisor cancels it) and its fate."""
 
-    __slots__ = ("done", "handle", "scope", "started", "stopping")
+    __slots__ = ("_waiter", "done", "handle", "scope", "started", "stopping")
 
     def __init__(self) -> None:
         self.scope = trio.CancelScope(shield=True)
-        self.done = trio.Event()
+        self.done = False
+        """Whether the run has ended (``wait`` returns)."""
+        self._waiter: trio.Event | None = None
+        """Made only when the supervisor waits for the end (a stop): one Event less a child."""
         self.handle: object = None
         self.started = False
         self.stopping = False
+
+    def end(self) -> None:
+        self.done = True
+        if self._waiter is not None:
+            self._waiter.set()
+
+    async def wait(self) -> None:
+        """Return once the run has ended (a schedule point, as ``trio.Event.wait`` is)."""
+        if self.done:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._waiter is None:
+            self._waiter = trio.Event()
+        await self._waiter.wait()
 
 
 class Slot:
@@ -125,8 +142,12 @@ class Core:
     async def serve(self) -> None:
         while True:
             msg: Message | None = None
-            with trio.move_on_at(self._next_due()):
+            due = self._next_due()
+            if due == math.inf:  # no cancel scope open while nothing is due: a few hundred bytes
                 msg = await self.inbox.receive()
+            else:
+                with trio.move_on_at(due):
+                    msg = await self.inbox.receive()
             if msg is None:
                 await self._start_due()
             elif isinstance(msg, Exited):
@@ -202,7 +223,7 @@ class Core:
                 raise  # nursery.start() raises it in the supervisor's task: the start failed
             error = exc
         finally:
-            instance.done.set()
+            instance.end()
         if not instance.started:
             ReadyRelay(instance, task_status).started(None)  # returned before ready: ready, then done
         if instance.stopping:
@@ -288,10 +309,10 @@ class Core:
         instance.scope.cancel()
         grace = child.spec.grace
         with trio.CancelScope(shield=True), trio.move_on_after(grace):
-            await instance.done.wait()
+            await instance.wait()
         child.instance = None
-        if not instance.done.is_set():
-            self.lingering = [i for i in self.lingering if not i.done.is_set()]
+        if not instance.done:
+            self.lingering = [i for i in self.lingering if not i.done]
             self.lingering.append(instance)
             if grace > 0:
                 self.shutdown_timeouts += 1
@@ -323,7 +344,7 @@ class Core:
         )
 
     def statistics(self) -> SupervisorStats:
-        self.lingering = [i for i in self.lingering if not i.done.is_set()]
+        self.lingering = [i for i in self.lingering if not i.done]
         rows = tuple(
             ChildStats(
                 id=c.spec.id,

@@ -1,4 +1,5 @@
-"""An actor's inbox: a bounded trio memory channel, plus request/reply that never hangs.
+"""An actor's inbox: a bounded queue with a trio memory channel's semantics, plus request/reply
+that never hangs.
 
 An actor owns one ``Mailbox``: it receives with ``async for msg in mailbox`` (inside
 ``async with mailbox:``, which closes it when the actor stops, however it stops); any number of
@@ -20,12 +21,14 @@ old instance fail with ``ActorGone`` rather than reaching a stranger.
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar, cast
 
 import msgspec
+import outcome
 import trio
 
 from protocol.errors import ActorGone, Timeout
@@ -34,6 +37,10 @@ __all__ = ["Mailbox", "MailboxFull", "MailboxStats", "Reply"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+_EMPTY = object()
+"""``Mailbox._take``'s "nothing ready"."""
 
 
 class MailboxFull(Timeout):
@@ -110,12 +117,24 @@ class Mailbox(Generic[T]):
     accepted for internal inboxes whose producers are bounded by construction; say why where used.
     """
 
+    __slots__ = ("_buffer", "_closed", "_dropped", "_max_size", "_outstanding", "_received",
+                 "_receivers", "_sent", "_senders", "name")
+
     def __init__(self, max_size: int | float, *, name: str = "mailbox") -> None:
         if not (max_size == math.inf or (isinstance(max_size, int) and max_size >= 0)):
             raise ValueError(f"max_size must be a non-negative int or math.inf, not {max_size!r}")
         self.name = name
-        self._send, self._receive = trio.open_memory_channel[T](max_size)
-        self._outstanding: set[Reply[Any]] = set()
+        self._max_size = max_size
+        # A trio memory channel's semantics (FIFO senders and receivers, a message handed straight
+        # to a waiting receiver, a blocked sender's message taken into the buffer as room appears),
+        # kept here: a channel pair is ~1.7 KB, and every session holds two mailboxes (its own and
+        # its harness supervisor's). Each part is made when first needed (issue 24).
+        self._buffer: collections.deque[T] | None = None
+        """Messages waiting for the actor (made when one must wait, dropped once drained)."""
+        self._receivers: list[trio.lowlevel.Task] | None = None
+        self._senders: list[tuple[trio.lowlevel.Task, T]] | None = None
+        """Senders waiting for room, each with its message."""
+        self._outstanding: set[Reply[Any]] | None = None
         self._closed = False
         self._sent = 0
         self._received = 0
@@ -139,13 +158,8 @@ class Mailbox(Generic[T]):
 
     def send_nowait(self, msg: T) -> None:
         """Deliver ``msg`` now or raise: ``MailboxFull`` when full, ``ActorGone`` when closed."""
-        try:
-            self._send.send_nowait(msg)
-        except trio.WouldBlock:
-            raise MailboxFull(f"{self.name} is full", data={"mailbox": self.name}) from None
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise self._gone() from None
-        self._sent += 1
+        if not self._offer(msg):
+            raise MailboxFull(f"{self.name} is full", data={"mailbox": self.name})
 
     async def request(self, make: Callable[[Reply[R]], T], *, timeout: float) -> R:
         """Send ``make(reply)`` and wait for the actor's answer, ``timeout`` seconds in all.
@@ -155,6 +169,8 @@ class Mailbox(Generic[T]):
         cancellation the reply is abandoned, so a late answer is dropped.
         """
         reply: Reply[R] = Reply()
+        if self._outstanding is None:
+            self._outstanding = set()
         self._outstanding.add(reply)
         try:
             with trio.move_on_after(timeout):
@@ -162,26 +178,60 @@ class Mailbox(Generic[T]):
                 return await reply._wait()
             raise Timeout(f"{self.name}: no reply within {timeout} s", data={"mailbox": self.name})
         finally:
-            self._outstanding.discard(reply)
+            if self._outstanding is not None:
+                self._outstanding.discard(reply)
             reply._abandon()
 
     async def receive(self) -> T:
         """The next message, waiting for one; ``trio.EndOfChannel`` once the mailbox is closed."""
-        try:
-            msg = await self._receive.receive()
-        except trio.ClosedResourceError:
-            raise trio.EndOfChannel from None
+        await trio.lowlevel.checkpoint_if_cancelled()
+        msg = self._take()  # not ``receive_nowait``: a raise would keep a frame object on this coroutine
+        if msg is not _EMPTY:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return cast(T, msg)
+        task = trio.lowlevel.current_task()
+        if self._receivers is None:
+            self._receivers = []
+        self._receivers.append(task)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            if self._receivers is not None:
+                self._receivers.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        taken = await trio.lowlevel.wait_task_rescheduled(abort)  # a sender's message, or EndOfChannel
         self._received += 1
-        return msg
+        return cast(T, taken)
 
     def receive_nowait(self) -> T:
         """The next message if one is buffered: ``trio.WouldBlock`` if none is,
         ``trio.EndOfChannel`` once the mailbox is closed. Lets an actor take a batch of ready
         messages without a schedule point between them."""
-        try:
-            msg = self._receive.receive_nowait()
-        except trio.ClosedResourceError:
-            raise trio.EndOfChannel from None
+        msg = self._take()
+        if msg is _EMPTY:
+            raise trio.WouldBlock
+        return cast(T, msg)
+
+    def _take(self) -> T | object:
+        """The next message (counted), ``_EMPTY`` if none is ready; ``EndOfChannel`` once closed."""
+        buffer, senders = self._buffer, self._senders
+        if buffer:
+            msg = buffer.popleft()
+            if senders:  # room now: the first waiting sender's message joins the queue
+                task, waiting = senders.pop(0)
+                buffer.append(waiting)
+                self._sent += 1
+                trio.lowlevel.reschedule(task)
+            if not buffer:
+                self._buffer = None
+        elif senders:  # a rendezvous (``max_size`` 0): straight from the sender
+            task, msg = senders.pop(0)
+            self._sent += 1
+            trio.lowlevel.reschedule(task)
+        elif self._closed:
+            raise trio.EndOfChannel
+        else:
+            return _EMPTY
         self._received += 1
         return msg
 
@@ -201,17 +251,17 @@ class Mailbox(Generic[T]):
         if self._closed:
             return
         self._closed = True
-        self._send.close()
-        while True:
-            try:
-                self._receive.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
-                break
-            self._dropped += 1
-        self._receive.close()
-        for reply in list(self._outstanding):
+        senders, self._senders = self._senders or [], None
+        for task, _ in senders:
+            trio.lowlevel.reschedule(task, outcome.Error(self._gone()))
+        receivers, self._receivers = self._receivers or [], None
+        for task in receivers:
+            trio.lowlevel.reschedule(task, outcome.Error(trio.EndOfChannel()))
+        self._dropped += len(self._buffer or ())
+        self._buffer = None
+        for reply in list(self._outstanding or ()):
             reply.fail(self._gone())
-        self._outstanding.clear()
+        self._outstanding = None
 
     async def __aenter__(self) -> Self:
         return self
@@ -226,14 +276,13 @@ class Mailbox(Generic[T]):
 
     def statistics(self) -> MailboxStats:
         """A snapshot: buffered messages, capacity, blocked tasks, requests awaiting an answer."""
-        stats = self._send.statistics()
         return MailboxStats(
             name=self.name,
-            depth=stats.current_buffer_used,
-            max_size=stats.max_buffer_size,
-            waiting_senders=stats.tasks_waiting_send,
-            waiting_receivers=stats.tasks_waiting_receive,
-            pending_requests=len(self._outstanding),
+            depth=len(self._buffer or ()),
+            max_size=self._max_size,
+            waiting_senders=len(self._senders or ()),
+            waiting_receivers=len(self._receivers or ()),
+            pending_requests=len(self._outstanding or ()),
             sent=self._sent,
             received=self._received,
             dropped=self._dropped,
@@ -241,11 +290,37 @@ class Mailbox(Generic[T]):
         )
 
     async def _deliver(self, msg: T) -> None:
-        try:
-            await self._send.send(msg)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise self._gone() from None
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._offer(msg):
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        entry = (trio.lowlevel.current_task(), msg)
+        if self._senders is None:
+            self._senders = []
+        self._senders.append(entry)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            if self._senders is not None:
+                self._senders[:] = [waiting for waiting in self._senders if waiting is not entry]
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)  # taken (counted by the taker), or ActorGone
+
+    def _offer(self, msg: T) -> bool:
+        """Hand ``msg`` to the first waiting receiver, or queue it if there is room; ``False``
+        when full (or a rendezvous with no receiver waiting). ``ActorGone`` once closed."""
+        if self._closed:
+            raise self._gone()
+        if self._receivers:
+            trio.lowlevel.reschedule(self._receivers.pop(0), outcome.Value(msg))
+        elif len(self._buffer or ()) < self._max_size:
+            if self._buffer is None:
+                self._buffer = collections.deque()
+            self._buffer.append(msg)
+        else:
+            return False
         self._sent += 1
+        return True
 
     def _gone(self) -> ActorGone:
         return ActorGone(f"{self.name} is closed: its actor stopped", data={"mailbox": self.name})

@@ -373,6 +373,38 @@ async def test_subscribers_wait_for_the_fsync_of_a_turns_end_only_under_event(
     assert any(isinstance(e, ev.Result) for e in events(session))
 
 
+def flushers() -> int:
+    """How many of this run's tasks are a session's flusher."""
+    def count(task: trio.lowlevel.Task) -> int:
+        return task.name.endswith("Session._flush") + sum(
+            count(child) for nursery in task.child_nurseries for child in nursery.child_tasks)
+    return count(trio.lowlevel.current_root_task())
+
+
+async def test_the_flusher_runs_only_while_writes_are_pending_and_fsyncs_them_within_the_interval(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    times: list[float] = []
+    driver = ScriptedDriver()
+    session = make_session(tmp_path, driver, fsync=lambda fd: times.append(trio.current_time()))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        [child] = driver.children
+        await trio.sleep(1)
+        assert flushers() == 0 and times and not session.log.statistics().dirty  # idle: no flusher
+        assert await session.prompt("hi", "c-1") == "prompted"
+        assert await child.next_command() == {"type": "user", "text": "hi"}
+        synced = len(times)
+        child.emit(type="assistant", text="yo", delta=True)  # not a turn boundary: left to the flusher
+        await until(session, lambda e: isinstance(e, ev.Assistant))
+        written = trio.current_time()
+        assert session.log.statistics().dirty and flushers() == 1
+        await trio.sleep(1)
+        assert len(times) == synced + 1 and written < times[-1] <= written + 0.1
+        assert flushers() == 0 and not session.log.statistics().dirty
+        await session.close("c-1")
+    assert kinds(session)[-1] == "status:closed"
+
+
 async def test_work_runs_beside_the_loop_and_ends_with_its_child(
         tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     driver = ScriptedDriver(work=True)

@@ -116,6 +116,42 @@ async def test_blocked_sender_is_counted_and_proceeds_when_room_appears(
     assert await box.receive() == Note("b")
 
 
+async def test_blocked_senders_go_in_order_and_a_cancelled_one_delivers_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    box: Mailbox[Msg] = Mailbox(1)
+    box.send_nowait(Note("a"))
+    scopes = {text: trio.CancelScope() for text in "bcd"}
+
+    async def sender(text: str) -> None:
+        with scopes[text]:
+            await box.send(Note(text))
+
+    async with trio.open_nursery() as nursery:
+        for text in "bcd":
+            nursery.start_soon(sender, text)
+            await trio.sleep(1)  # blocked in this order
+        assert box.statistics().waiting_senders == 3
+        scopes["c"].cancel()
+        await trio.sleep(1)
+        assert box.statistics().waiting_senders == 2
+        assert [await box.receive() for _ in range(3)] == [Note("a"), Note("b"), Note("d")]
+    stats = box.statistics()
+    assert (stats.depth, stats.waiting_senders, stats.sent, stats.received) == (0, 0, 3, 3)
+    with pytest.raises(trio.WouldBlock):
+        box.receive_nowait()
+
+
+async def test_a_cancelled_receiver_is_not_handed_a_message(autojump_clock: trio.testing.MockClock) -> None:
+    box: Mailbox[Msg] = Mailbox(4)
+    with trio.move_on_after(1):
+        await box.receive()
+    assert box.statistics().waiting_receivers == 0
+    box.send_nowait(Note("kept"))
+    assert box.statistics().depth == 1
+    assert box.receive_nowait() == Note("kept")
+
+
 async def test_request_gets_the_actors_answer(autojump_clock: trio.testing.MockClock) -> None:
     box: Mailbox[Msg] = Mailbox(4, name="upper")
     async with trio.open_nursery() as nursery:
