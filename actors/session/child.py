@@ -188,6 +188,11 @@ class Harness:
         child (or is gone); raises ``ChildExited`` when the child ended unasked or never started."""
         gen = next(self._gens)
         request = self._request()
+        # A spawn on a node may wait long (for the gateway, for the cluster's head): ready
+        # before it, so a stop cancels the wait (a supervisor does not interrupt a start).
+        early = self._placed(request) is not None
+        if early:
+            task_status.started(None)
         async with AsyncExitStack() as stack:
             try:
                 launch = self.driver.launch(request)
@@ -210,7 +215,8 @@ class Harness:
                     spawning = self._open(launch, self._spec(gen, launch, request, env), request)
                 child = await stack.enter_async_context(spawning)
             except Exception as exc:  # a child that cannot start has crashed: the planner decides
-                task_status.started(None)
+                if not early:
+                    task_status.started(None)
                 code, message = _describe_failure(exc)
                 with contextlib.suppress(ActorGone):
                     await self._tell(ChildSpawnFailed(gen=gen, code=code, message=message))
@@ -220,7 +226,8 @@ class Harness:
             running = Generation(gen, child)
             self.running[gen] = running
             try:
-                task_status.started(running)
+                if not early:
+                    task_status.started(running)
                 async with AsyncExitStack() as work:
                     if request.runs_work:
                         opened = self.driver.work_runner(request, self.ledger)  # type: ignore[attr-defined]
