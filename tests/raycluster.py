@@ -74,8 +74,7 @@ def loopback_cluster(nodes: int, env: dict[str, str] | None = None) -> Iterator[
         for _ in range(nodes):
             cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
-        # Ray's processes as started (a raylet that dies first orphans its agents).
-        started = [p for p in psutil.Process().children(recursive=True) if "ray" in " ".join(p.cmdline())]
+        started = _processes(cluster)  # (a raylet that dies first orphans its agents)
         yield RayCluster(cluster)
     finally:
         cluster.shutdown()
@@ -87,3 +86,15 @@ def loopback_cluster(nodes: int, env: dict[str, str] | None = None) -> Iterator[
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _processes(cluster: Any) -> list[psutil.Process]:
+    """Every process of ``cluster``'s nodes (GCS, raylets, ...) and their descendants now."""
+    found: list[psutil.Process] = []
+    for node in cluster.list_all_nodes():
+        for infos in node.all_processes.values():
+            for info in infos:
+                with contextlib.suppress(psutil.Error):
+                    proc = psutil.Process(info.process.pid)
+                    found += [proc, *proc.children(recursive=True)]
+    return found
