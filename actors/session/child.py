@@ -188,6 +188,12 @@ class Harness:
         child (or is gone); raises ``ChildExited`` when the child ended unasked or never started."""
         gen = next(self._gens)
         request = self._request()
+        # A spawn on a node may wait long (for the gateway, for the cluster's head): ready
+        # before it, so a stop cancels the wait (a supervisor does not interrupt a start).
+        early = self._placed(request) is not None
+        if early:
+            task_status.started(None)
+            task_status = trio.TASK_STATUS_IGNORED
         entered = False  # no ``AsyncExitStack`` (issue 24: its deque alone is 760 bytes a session)
         try:
             spawning = await self._spawning(gen, request)

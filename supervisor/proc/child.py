@@ -46,6 +46,7 @@ from supervisor.proc.pipes import (
     receive_chunk,
     status_of,
     write_all,
+    write_nowait,
 )
 from supervisor.proc.identity import child_env, marker_env
 from supervisor.proc.closing import terminate
@@ -183,6 +184,18 @@ class ProcessChild:
             ) from exc
         finally:
             lock.release()
+
+    def send_nowait(self, data: bytes) -> int:
+        """Write what the stdin pipe takes of ``data`` now, without a schedule point; how many
+        bytes that was (0 when the pipe is full). For a caller outside Trio on Trio's thread (a
+        node agent, whose actor loop hosts Trio): it must not call this while a ``send`` of its
+        own is under way, and it passes the rest to ``send``. Raises ``ChildExited`` as ``send``."""
+        try:
+            return write_nowait(self._spawned.stdin.fileno(), data, "pipe")
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise ChildExited(
+                f"child {self.key!r} no longer reads its stdin", data={"pid": self.pid}
+            ) from exc
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (the usual goodbye); idempotent."""

@@ -30,6 +30,7 @@ imported only in Ray processes (the gateway and the agent), never by the daemon.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -91,6 +92,8 @@ class _Child:
         self.waiter: asyncio.Future[None] | None = None
         self.room: trio.Event | None = None
         self.pid = 0
+        self.backlog: collections.deque[bytes] = collections.deque()
+        """Stdin the pipe had no room for, oldest first (``_write_backlog`` writes it)."""
 
     def push(self, chunk: bytes) -> None:
         self.chunks.append(chunk)
@@ -143,6 +146,7 @@ class NodeAgent:
         self._token: trio.lowlevel.TrioToken | None = None
         self._ready: asyncio.Future[None] | None = None
         set_child_subreaper()
+        _raylet_priority()
         # Trio's I/O waits run in a thread of their own in guest mode, and Ray has threads of
         # its own: a shorter GIL switch interval hands a child's output over sooner.
         sys.setswitchinterval(0.0005)
@@ -225,14 +229,26 @@ class NodeAgent:
             child.waiter = None
 
     async def send(self, session_id: str, epoch: int, data: bytes) -> bool:
-        """Write ``data`` to the child's stdin; False if it is gone or no longer reads."""
+        """Write ``data`` to the child's stdin; False if it is gone or no longer reads.
+
+        Written here, at once, when the pipe has room (no hand-off to Trio on the round trip
+        of a prompt); what does not fit waits in the child's backlog, written in order by one
+        Trio task, and later sends queue behind it."""
         child = self._children.get((session_id, epoch))
         if child is None or child.handle is None:
             return False
+        if child.backlog:
+            child.backlog.append(data)
+            return True
         try:
-            await self._in_trio(child.handle.send, data)
+            data = data[child.handle.send_nowait(data):]
         except CorralError:
             return False
+        if data:
+            child.backlog.append(data)
+            nursery = self._nursery
+            assert nursery is not None
+            self._call_soon(lambda: nursery.start_soon(_write_backlog, child))
         return True
 
     async def close(self, session_id: str, epoch: int, brutal: bool) -> bool:
@@ -353,9 +369,40 @@ class NodeAgent:
         await trio.to_thread.run_sync(_sweep, self.marker, os.getpid())
 
 
+async def _write_backlog(child: _Child) -> None:
+    """Write the child's stdin backlog in order, until it is empty or the child reads no more."""
+    assert child.handle is not None
+    while child.backlog:
+        try:
+            await child.handle.send(child.backlog[0])
+        except CorralError:
+            child.backlog.clear()
+            return
+        child.backlog.popleft()
+
+
 async def _kill(handle: ProcessChild) -> None:
     handle.kill_group()
     await handle.close()
+
+
+def _raylet_priority() -> None:
+    """Give every thread of the agent the raylet's scheduling priority, if allowed.
+
+    Ray starts its workers niced (``RAY_worker_niceness``, 15 by default) and the agent's
+    children would inherit it: an interactive session's harness, and every hand-off of its
+    frames, would yield the CPU to anything else on the node. Linux nices threads, not
+    processes, so each thread Ray has started is reniced (later ones inherit it). Raising a
+    priority needs ``CAP_SYS_NICE`` (or ``RLIMIT_NICE``); without it the agent keeps Ray's
+    (docs/scale-out.md: start the nodes with ``RAY_worker_niceness=0``)."""
+    try:
+        wanted = os.getpriority(os.PRIO_PROCESS, os.getppid())
+        if os.getpriority(os.PRIO_PROCESS, 0) <= wanted:
+            return
+        for tid in os.listdir("/proc/self/task"):
+            os.setpriority(os.PRIO_PROCESS, int(tid), wanted)
+    except OSError as exc:
+        log.warning("the node agent keeps Ray's worker niceness: %s", exc)
 
 
 def _missing(programs: list[str], env: dict[str, str | None], cwd: str | None) -> tuple[str, str] | None:

@@ -48,6 +48,7 @@ from protocol.framing import LengthPrefixFramer
 from supervisor.placement.ray.remote_ledger import RemoteLedger, RemoteRow
 from supervisor.placement.ray.remotechild import RemoteChild
 from supervisor.placement.ray.wire import (
+    Close,
     DaemonFrame,
     Exited,
     GatewayFrame,
@@ -104,6 +105,7 @@ class RayPlacement:
         self._send_lock = trio.Lock()
         self._requests = itertools.count(1)
         self._waiting: dict[int, tuple[trio.Event, list[GatewayFrame]]] = {}
+        self._abandoned: dict[int, DaemonFrame] = {}  # request id -> what to post if it answers
         self._connected = trio.Event()
         self._posts: trio.MemorySendChannel[DaemonFrame] | None = None
 
@@ -168,6 +170,7 @@ class RayPlacement:
             self.children.clear()
             for event, _ in self._waiting.values():
                 event.set()
+            self._abandoned.clear()  # a new gateway's boot reconcile kills what they started
 
     async def _boot_reconcile(self) -> None:
         """Kill every child the cluster runs for this state directory (all of them belong to a
@@ -195,7 +198,7 @@ class RayPlacement:
         answer = await self._request(lambda i: Spawn(
             id=i, session_id=session_id, epoch=epoch, argv=list(spec.argv), env=env, cwd=spec.cwd,
             shutdown=spec.shutdown, kind=spec.kind, node=node, secrets=sorted(spec.secrets),
-            needs=list(needs)))
+            needs=list(needs)), abandon=Close(session_id=session_id, epoch=epoch, brutal=True))
         if isinstance(answer, SpawnRefused):  # placement.cwd_missing, binary_missing, no_node...
             raise error_from_wire(answer.code, answer.message, {"node": node} if node else None)
         if not isinstance(answer, Spawned):
@@ -233,19 +236,24 @@ class RayPlacement:
 
     # --- the gateway connection ----------------------------------------------------------------
 
-    async def _request(self, make: Callable[[int], DaemonFrame]) -> GatewayFrame | None:
+    async def _request(self, make: Callable[[int], DaemonFrame], *,
+                       abandon: DaemonFrame | None = None) -> GatewayFrame | None:
         """``_ask`` once the gateway is connected and reconciled; ``PlacementNoNode`` when it
-        is not within ``_REQUEST_TIMEOUT`` (the cluster's head unreachable, say)."""
+        is not within ``_REQUEST_TIMEOUT`` (the cluster's head unreachable, say). Cancellable
+        throughout (a stopping daemon does not wait for a cluster that does not answer)."""
         with trio.move_on_after(_REQUEST_TIMEOUT):
             await self._connected.wait()
         if not self._connected.is_set():
             raise PlacementNoNode(f"the Ray gateway has not joined the cluster at {self.address} "
                                   f"in {_REQUEST_TIMEOUT:g} s: is its head reachable?",
                                   data={"nodes": 0})
-        return await self._ask(make)
+        return await self._ask(make, abandon=abandon)
 
-    async def _ask(self, make: Callable[[int], DaemonFrame]) -> GatewayFrame | None:
-        """Send the request ``make(id)`` and wait for its answer (``None``: the gateway went)."""
+    async def _ask(self, make: Callable[[int], DaemonFrame], *,
+                   abandon: DaemonFrame | None = None) -> GatewayFrame | None:
+        """Send the request ``make(id)`` and wait for its answer (``None``: the gateway went).
+        A request given up before its answer (cancelled, timed out) has ``abandon`` posted
+        when a ``Spawned`` answers it late: the child nobody waits for is closed."""
         request = next(self._requests)
         event, box = trio.Event(), list[GatewayFrame]()
         self._waiting[request] = (event, box)
@@ -255,6 +263,8 @@ class RayPlacement:
                 await event.wait()
         finally:
             del self._waiting[request]
+            if not box and abandon is not None and self._stream is not None:
+                self._abandoned[request] = abandon
         return box[0] if box else None
 
     async def send_frame(self, frame: DaemonFrame) -> None:
@@ -317,6 +327,10 @@ class RayPlacement:
                 if waiting is not None:
                     waiting[1].append(frame)
                     waiting[0].set()
+                    return
+                abandon = self._abandoned.pop(request, None)
+                if abandon is not None and isinstance(frame, Spawned):
+                    self.post_frame(abandon)
 
 
 def _identity(spec: ProcessSpec) -> tuple[str, int]:

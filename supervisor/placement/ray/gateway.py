@@ -20,7 +20,10 @@ Theory of operation (asyncio, one loop):
   (ties: the smallest node id); one task per child relays the agent's stream, a batch of raw
   bytes per Ray yield, as ``Output`` frames, then ``Exited``; it relays output only while the
   child has credit (``OutputCredit``, ``wire.Credit``) and lets the agent yield only
-  ``_STREAM_AHEAD`` batches ahead, so a session that does not read stops its child.
+  ``_STREAM_AHEAD`` batches ahead, so a session that does not read stops its child. A batch
+  comes with its value (``ray.get`` without a wait) unless it is large. ``Send`` is a call
+  without a return (``num_returns=0``): nothing on a prompt's round trip waits for its answer,
+  and an agent that died ends its children's streams.
 * When the daemon's connection ends the gateway exits; the agents fence themselves if no
   gateway takes them over in time.
 """
@@ -106,6 +109,9 @@ class _Agent:
     def __init__(self, node_id: str, handle: Any) -> None:
         self.node_id = node_id
         self.handle = handle
+        # Stdin needs no answer (a dead agent ends its children's streams): no return object
+        # to make, send back and resolve while the child's answer is on its way.
+        self.send = handle.send.options(num_returns=0)
         self.pid: int | None = None
         self.node_ip = ""
         self.lost = False
@@ -255,7 +261,7 @@ class Gateway:
             case Send(session_id=sid, epoch=epoch, data=data):
                 agent = self._agent_of(sid, epoch)
                 if agent is not None:
-                    self._spawn_task(self._call(agent, agent.handle.send.remote(sid, epoch, data)))
+                    agent.send.remote(sid, epoch, data)
             case Close(session_id=sid, epoch=epoch, brutal=brutal):
                 agent = self._agent_of(sid, epoch)
                 if agent is not None:
@@ -329,7 +335,10 @@ class Gateway:
         stream = agent.handle.stream.options(_generator_backpressure_num_objects=_STREAM_AHEAD)
         try:
             async for ref in stream.remote(session_id, epoch):
-                item = await ref
+                try:  # the item came with its value (a small batch): no second wait on the loop
+                    item = self.ray.get(ref, timeout=0)
+                except self.ray.exceptions.GetTimeoutError:
+                    item = await ref  # a large batch, in the object store of the agent's node
                 if isinstance(item, bytes):
                     self._write(Output(session_id=session_id, epoch=epoch, data=item))
                     credit.spend(len(item))

@@ -8,16 +8,20 @@ from pathlib import Path
 
 import pytest
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from protocol.errors import FrameTooLarge
 from supervisor.placement.ray.client import RayPlacement
 from supervisor.placement.ray.remotechild import RemoteChild
 from supervisor.placement.ray.wire import (
     OUTPUT_WINDOW,
+    Close,
     Credit,
     Exited,
     Output,
+    Spawn,
     Spawned,
+    decode_daemon_frame,
     decode_gateway_frame,
     encode,
 )
@@ -98,6 +102,45 @@ async def test_output_is_given_back_as_the_session_takes_it(tmp_path: Path) -> N
             break
     assert credits == [Credit(session_id="s", epoch=1, size=2 * len(batch))]
     assert child.buffered == 6 * len(batch) - 3 * len(batch)
+
+
+class _Socket:
+    """The gateway's end of the socket, as the daemon writes to it: the frames sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+
+    async def send_all(self, data: bytes) -> None:
+        self.sent.append(decode_daemon_frame(data[4:]))
+
+
+async def test_a_spawn_given_up_before_its_answer_closes_the_child_it_started(tmp_path: Path) -> None:
+    """A stopping daemon cancels a spawn that waits for the gateway; the child the gateway
+    started for it all the same is closed when its late ``Spawned`` comes."""
+    placement = RayPlacement(tmp_path, None)
+    socket = _Socket()
+    placement._stream = socket  # type: ignore[assignment]
+    posts, posted = trio.open_memory_channel[object](100)
+    placement._posts = posts
+    placement._connected.set()
+    spec = ProcessSpec(key="session:s:3", argv=["x"])
+    async with trio.open_nursery() as nursery:
+        async def spawn() -> None:
+            async with placement.open(spec):
+                raise AssertionError("the spawn was given up: no child is opened")
+        nursery.start_soon(spawn)
+        await wait_all_tasks_blocked()
+        (asked,) = socket.sent
+        assert isinstance(asked, Spawn) and (asked.session_id, asked.epoch) == ("s", 3)
+        nursery.cancel_scope.cancel()
+    placement._route(decode_gateway_frame(encode(Spawned(
+        id=asked.id, node_id="n1", node_ip="127.0.0.1", agent_pid=10, pid=20, create_time=0.0))))
+    assert posted.receive_nowait() == Close(session_id="s", epoch=3, brutal=True)
+    assert placement.children == {}
+    placement._route(decode_gateway_frame(encode(Spawned(  # a second answer: nothing more
+        id=asked.id, node_id="n1", node_ip="127.0.0.1", agent_pid=10, pid=20, create_time=0.0))))
+    with pytest.raises(trio.WouldBlock):
+        posted.receive_nowait()
 
 
 async def test_the_gateway_relays_only_on_credit() -> None:

@@ -360,6 +360,24 @@ async def test_send_after_exit_is_child_exited() -> None:
                 await child.send(b"late\n")
 
 
+async def test_send_nowait_writes_what_the_pipe_takes_now() -> None:
+    """A node agent's fast path: bytes to a reading child at once; to one that does not read,
+    what fits in the pipe (the rest is the caller's); none once the child is gone."""
+    with trio.fail_after(30):
+        async with open_child(ProcessSpec(key="c", argv=["cat"])) as child:
+            assert child.send_nowait(b"one\n") == 4
+            assert await child.receive_frame() == b"one"
+        async with open_child(ProcessSpec(key="s", argv=["sleep", "1000"], shutdown=0)) as child:
+            data = b"x" * (4 * 1024 * 1024)
+            written = child.send_nowait(data)
+            assert 0 < written < len(data)
+            assert child.send_nowait(data) == 0  # full: nothing more until it reads
+            os.kill(child.pid, signal.SIGKILL)
+            await child.wait()
+            with pytest.raises(ChildExited):
+                child.send_nowait(b"late\n")
+
+
 async def test_parent_death_signal_is_set_from_the_long_lived_spawner_thread(
     death_mechanism: str,
 ) -> None:
