@@ -97,12 +97,7 @@ def detach(common: Path, ref: str) -> None:
     held = _read(target)
     if held is not None and _points_at(place.ref, target):
         _write(place.ref, held)
-    log_target = place.log_dir / place.log.name
-    if _points_at(place.log, log_target):
-        if _regular(log_target):
-            _copy(log_target, place.log)
-        else:
-            place.log.unlink()
+    _plain_log(place)
 
 
 def relink(common: Path, ref: str) -> None:
@@ -136,15 +131,20 @@ def unlink(common: Path, ref: str) -> None:
     elif held is not None and _read(place.ref) != held:
         log.warning("the branch %s of %s was rewritten outside corral's link; its sandboxed value "
                     "%s is left to git's reflog and objects", ref, common, held)
+    _plain_log(place)
+    for directory in (place.ref_dir, place.log_dir):
+        shutil.rmtree(directory, ignore_errors=True)
+        _prune_empty(directory.parent, common / "corral")
+
+
+def _plain_log(place: Linked) -> None:
+    """Make the reflog a plain copy of ``PL``'s where it still points there (gone if that is)."""
     log_target = place.log_dir / place.log.name
     if _points_at(place.log, log_target):
         if _regular(log_target):
             _copy(log_target, place.log)
         else:
             place.log.unlink()
-    for directory in (place.ref_dir, place.log_dir):
-        shutil.rmtree(directory, ignore_errors=True)
-        _prune_empty(directory.parent, common / "corral")
 
 
 def _place(common: Path, ref: str) -> Linked:
