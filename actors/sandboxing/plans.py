@@ -18,14 +18,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
 from actors.harness import HarnessRequest, Launch
+from actors.sandboxing.confine import Confined, confine
 from actors.sandboxing.gitrules import git_rules
 from actors.sandboxing.profiles import session_parts, state_paths
 from protocol.confinement import Confinement
 from protocol.sandbox import SandboxEffective, SandboxInfo
 from supervisor.sandbox import BRIDGE_PORT, SandboxPlan, landlock, void_file
 
-__all__ = ["build_plan", "confinement_of"]
+__all__ = ["build_plan", "confine_launch", "confinement_of"]
 
 _CORRAL = Path(__file__).resolve().parents[2]  # the directory holding protocol/, supervisor/, actors/
 
@@ -72,6 +75,25 @@ def confinement_of(plan: SandboxPlan, *, effective: SandboxEffective = "landlock
                        protected=strings(protected), masked=strings(plan.masked),
                        hidden=strings(plan.hidden), tmp_dir=_tmp_inside(plan, inside),
                        net=plan.net, effective=inside, landlock=lays)
+
+
+def confine_launch(launch: Launch, request: HarnessRequest, harness: str) -> Confined:
+    """``launch`` confined by the request's sandbox, its private ``/tmp`` and writable state parts
+    made first (blocking: git, ``stat``s, the ruleset)."""
+    sandbox = request.sandbox
+    if sandbox is None:
+        raise ValueError("no sandbox to confine the launch in")
+    plan = build_plan(request, launch, sandbox, harness=harness, masks=request.sandbox_masks,
+                      proxy_socket=request.proxy_socket)
+    if request.confinement is not None:
+        # A native worker calls its model itself: its bubblewrap keeps the host's network, and its
+        # bash commands get ``net`` from the worker (``actors.native.worker.confinement``).
+        plan = msgspec.structs.replace(plan, net="on", proxy_socket=None)
+    if plan.tmp_dir is not None:
+        plan.tmp_dir.mkdir(mode=0o700, exist_ok=True)
+    for part in session_parts(harness, Path(request.work_dir).parent)[1]:
+        part.mkdir(mode=0o700, exist_ok=True)  # bound writable: inside, the rest of the state is masked
+    return confine(list(launch.argv), dict(launch.env), plan, sandbox.effective, join=request.proxy_join)
 
 
 def _tmp_inside(plan: SandboxPlan, inside: str) -> str | None:

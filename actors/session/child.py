@@ -45,9 +45,7 @@ import msgspec
 import trio
 
 from actors.harness import Driver, HarnessRequest, Launch, WorkRunner
-from actors.sandboxing.confine import Confined, confine
-from actors.sandboxing.plans import build_plan
-from actors.sandboxing.profiles import session_parts
+from actors.sandboxing.plans import confine_launch
 from actors.session.ending import describe_exit
 from actors.session.framelog import FrameLog
 from actors.session.messages import (
@@ -218,7 +216,7 @@ class Harness:
         launch = self.driver.launch(request)
         env: dict[str, str | None] = dict(launch.env)
         if request.sandbox is not None and request.confinement is None:
-            confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
+            confined = await trio.to_thread.run_sync(confine_launch, launch, request, self.harness)
             launch = msgspec.structs.replace(launch, argv=confined.argv)
             env = confined.env
             spawning: AbstractAsyncContextManager[HarnessChild] = spawn_process(
@@ -227,7 +225,7 @@ class Harness:
         elif request.sandbox is not None and request.sandbox.effective == "bwrap":
             # A native worker under bubblewrap: its driver's spawn (its asks), with the
             # wrapped argv (so exec'd, not forked); the worker lays its confinement too.
-            confined = await trio.to_thread.run_sync(_confine, launch, request, self.harness)
+            confined = await trio.to_thread.run_sync(confine_launch, launch, request, self.harness)
             launch = msgspec.structs.replace(launch, argv=confined.argv)
             env = confined.env
             spawning = self._open(launch, self._spec(gen, launch, request, env, bwrap=True), request)
@@ -364,24 +362,6 @@ class Harness:
             frame_limit=self.children.frame_limit, framing=launch.framing,
             stderr_lines=self.children.stderr_lines, secrets=frozenset(request.env.values()),
         )
-
-
-def _confine(launch: Launch, request: HarnessRequest, harness: str) -> Confined:
-    """``launch`` confined by the request's sandbox (blocking: git, ``stat``s, the ruleset)."""
-    sandbox = request.sandbox
-    if sandbox is None:
-        raise ValueError("no sandbox to confine the launch in")
-    plan = build_plan(request, launch, sandbox, harness=harness, masks=request.sandbox_masks,
-                      proxy_socket=request.proxy_socket)
-    if request.confinement is not None:
-        # A native worker calls its model itself: its bubblewrap keeps the host's network, and its
-        # bash commands get ``net`` from the worker (``actors.native.worker.confinement``).
-        plan = msgspec.structs.replace(plan, net="on", proxy_socket=None)
-    if plan.tmp_dir is not None:
-        plan.tmp_dir.mkdir(mode=0o700, exist_ok=True)
-    for part in session_parts(harness, Path(request.work_dir).parent)[1]:
-        part.mkdir(mode=0o700, exist_ok=True)  # bound writable: inside, the rest of the state is masked
-    return confine(list(launch.argv), dict(launch.env), plan, sandbox.effective, join=request.proxy_join)
 
 
 def _describe_failure(exc: Exception) -> tuple[str, str]:

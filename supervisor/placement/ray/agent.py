@@ -31,26 +31,22 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import os
-import shutil
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
-import psutil
 import trio
 
 from protocol.errors import CorralError
 from supervisor.proc import reaper
 from supervisor.proc.child import ProcessChild, open_child
 from supervisor.proc.identity import boot_id, start_token
-from supervisor.proc.killing import signal_all
 from supervisor.proc.prctl import set_child_subreaper
 from supervisor.proc.spec import ExitStatus, ProcessSpec
+from supervisor.placement.ray.nodehost import missing_here, raylet_priority, sweep
 
 __all__ = ["BATCH_LIMIT", "BUFFER_LIMIT", "NAMESPACE_ENV", "NODE_ENV", "NodeAgent"]
 
@@ -146,11 +142,11 @@ class NodeAgent:
         self._token: trio.lowlevel.TrioToken | None = None
         self._ready: asyncio.Future[None] | None = None
         set_child_subreaper()
-        _raylet_priority()
+        raylet_priority()
         # Trio's I/O waits run in a thread of their own in guest mode, and Ray has threads of
         # its own: a shorter GIL switch interval hands a child's output over sooner.
         sys.setswitchinterval(0.0005)
-        self.swept = _sweep(self.marker, os.getpid())
+        self.swept = sweep(self.marker, os.getpid())
 
     # --- the actor's methods (asyncio) ----------------------------------------------------
 
@@ -179,7 +175,7 @@ class NodeAgent:
         ``placement.cwd_missing``, ``placement.binary_missing`` (``argv[0]`` or a program of
         ``needs``), ``launch_failed``)."""
         await self._started()
-        missing = _missing([argv[0], *(needs or ())], env, cwd)
+        missing = missing_here([argv[0], *(needs or ())], env, cwd)
         if missing is not None:
             code, what = missing
             return {"code": code, "message": f"{what} on node {self.node_id} ({self.node_ip})"}
@@ -366,7 +362,7 @@ class NodeAgent:
         async with trio.open_nursery() as nursery:
             for handle in handles:
                 nursery.start_soon(_kill, handle)
-        await trio.to_thread.run_sync(_sweep, self.marker, os.getpid())
+        await trio.to_thread.run_sync(sweep, self.marker, os.getpid())
 
 
 async def _write_backlog(child: _Child) -> None:
@@ -384,57 +380,3 @@ async def _write_backlog(child: _Child) -> None:
 async def _kill(handle: ProcessChild) -> None:
     handle.kill_group()
     await handle.close()
-
-
-def _raylet_priority() -> None:
-    """Give every thread of the agent the raylet's scheduling priority, if allowed.
-
-    Ray starts its workers niced (``RAY_worker_niceness``, 15 by default) and the agent's
-    children would inherit it: an interactive session's harness, and every hand-off of its
-    frames, would yield the CPU to anything else on the node. Linux nices threads, not
-    processes, so each thread Ray has started is reniced (later ones inherit it). Raising a
-    priority needs ``CAP_SYS_NICE`` (or ``RLIMIT_NICE``); without it the agent keeps Ray's
-    (docs/scale-out.md: start the nodes with ``RAY_worker_niceness=0``)."""
-    try:
-        wanted = os.getpriority(os.PRIO_PROCESS, os.getppid())
-        if os.getpriority(os.PRIO_PROCESS, 0) <= wanted:
-            return
-        for tid in os.listdir("/proc/self/task"):
-            os.setpriority(os.PRIO_PROCESS, int(tid), wanted)
-    except OSError as exc:
-        log.warning("the node agent keeps Ray's worker niceness: %s", exc)
-
-
-def _missing(programs: list[str], env: dict[str, str | None], cwd: str | None) -> tuple[str, str] | None:
-    """The ``placement.*`` code and what is missing, if the cwd or one of the programs is not here."""
-    if cwd is not None and not os.path.isdir(cwd):
-        return "placement.cwd_missing", f"cwd {cwd!r} does not exist"
-    for program in programs:
-        if os.sep in program:
-            path = program if cwd is None else os.path.join(cwd, program)
-            found = os.access(path, os.X_OK)
-        else:
-            search = env.get("PATH") or os.environ.get("PATH")
-            found = shutil.which(program, path=search) is not None
-        if not found:
-            return "placement.binary_missing", f"program {program!r} is not found"
-    return None
-
-
-def _sweep(marker: dict[str, str], me: int) -> int:
-    """SIGKILL every process of this machine carrying ``marker`` but this one; how many.
-
-    Blocking (reads ``/proc``). What it kills: the leftovers of an earlier agent of the node
-    (SIGKILLed, so its close sequences never ran) and of this one as it exits.
-    """
-    marked: list[psutil.Process] = []
-    for proc in psutil.process_iter():
-        if proc.pid == me:
-            continue
-        with contextlib.suppress(psutil.Error):
-            environ = proc.environ()
-            if all(environ.get(name) == value for name, value in marker.items()):
-                marked.append(proc)
-    if marked:
-        signal_all(marked, signal.SIGKILL)
-    return len(marked)
