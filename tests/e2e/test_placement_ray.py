@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,21 @@ def _node_of(pid: int) -> str | None:
         return psutil.Process(pid).environ().get(NODE_ENV)
     except psutil.Error:
         return None
+
+
+async def _on_a_node(client: RawClient, ready: Callable[[dict[str, Any]], bool], create_timeout: float,
+                     ready_timeout: float, **params: Any) -> tuple[str, dict[str, Any]]:
+    """Create a session, follow it until ``ready``, and check its child runs on the Ray node its
+    ``placement`` names; its id and ``session.get``'s session."""
+    created = await client.call("session.create", timeout=create_timeout, **params)
+    assert created["type"] == "ok", created
+    sid: str = created["result"]["session"]["id"]
+    await client.ok("session.subscribe", session_id=sid)
+    await client.events_until(sid, ready, timeout=ready_timeout)
+    session: dict[str, Any] = (await client.ok("session.get", session_id=sid))["session"]
+    assert session["placement"]["backend"] == "ray"
+    assert _node_of(session["pid"]) == session["placement"]["node_id"]
+    return sid, session
 
 
 async def test_a_fake_session_runs_on_a_node_and_sessions_spread(ray_daemon: DaemonProc, tmp_path: Path) -> None:
@@ -234,17 +249,10 @@ async def test_a_native_session_runs_on_a_node(ray_daemon: DaemonProc, tmp_path:
     async with trio.open_nursery() as nursery:
         port = await nursery.start(server.serve)
         async with raw_client(ray_daemon) as client:
-            created = await client.call(
-                "session.create", timeout=60, harness="native", cwd=str(work), model="openai/fake-model",
-                options={"base_url": f"http://127.0.0.1:{port}/v1"},
+            sid, session = await _on_a_node(
+                client, lambda f: _kind(f) == "init", 60, 60, harness="native", cwd=str(work),
+                model="openai/fake-model", options={"base_url": f"http://127.0.0.1:{port}/v1"},
                 env={"OPENAI_API_KEY": "sk-native-ray-0123456789"}, permissions={"mode": "auto"})
-            assert created["type"] == "ok", created
-            sid = created["result"]["session"]["id"]
-            await client.ok("session.subscribe", session_id=sid)
-            await client.events_until(sid, lambda f: _kind(f) == "init", timeout=60)
-            session = (await client.ok("session.get", session_id=sid))["session"]
-            assert session["placement"]["backend"] == "ray"
-            assert _node_of(session["pid"]) == session["placement"]["node_id"]
             await client.ok("session.prompt", session_id=sid, text="write hello.txt")
             turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=90)
             said = "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant")
@@ -271,20 +279,13 @@ async def test_a_claude_session_runs_on_a_node(ray_daemon: DaemonProc, tmp_path:
     async with trio.open_nursery() as nursery:
         port = await nursery.start(server.serve)
         async with raw_client(ray_daemon) as client:
-            created = await client.call(
-                "session.create", timeout=60, harness="claude", cwd=str(tmp_path / "work"),
+            sid, session = await _on_a_node(
+                client, lambda f: _kind(f) == "status" and f["event"]["state"] == "idle", 60, 90,
+                harness="claude", cwd=str(tmp_path / "work"),
                 options={"binary": binary, "home": str(tmp_path / "home" / ".claude")},
                 env={**OFFLINE_ENV, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
                      "ANTHROPIC_API_KEY": "test-key", "HOME": str(tmp_path / "home")},
                 permissions={"mode": "auto"})
-            assert created["type"] == "ok", created
-            sid = created["result"]["session"]["id"]
-            await client.ok("session.subscribe", session_id=sid)
-            await client.events_until(sid, lambda f: _kind(f) == "status" and f["event"]["state"] == "idle",
-                                      timeout=90)
-            session = (await client.ok("session.get", session_id=sid))["session"]
-            assert session["placement"]["backend"] == "ray"
-            assert _node_of(session["pid"]) == session["placement"]["node_id"]
             await client.ok("session.prompt", session_id=sid, text="hello")
             turn = await client.events_until(sid, lambda f: _kind(f) == "result", timeout=90)
             assert "".join(f["event"]["text"] for f in turn if _kind(f) == "assistant") == "Hello from a node."
@@ -324,17 +325,10 @@ async def test_an_opencode_session_runs_on_a_node_and_resumes_after_its_server_d
     async with trio.open_nursery() as nursery:
         port = await nursery.start(fake.serve)
         async with raw_client(ray_daemon) as client:
-            created = await client.call(
-                "session.create", timeout=90, harness="opencode", cwd=str(work), model=MODEL,
+            sid, session = await _on_a_node(
+                client, lambda f: _kind(f) == "init", 90, 120, harness="opencode", cwd=str(work), model=MODEL,
                 options={"binary": binary, "config": provider_config(port)}, env=offline_env(tmp_path),
                 permissions={"mode": "auto"})
-            assert created["type"] == "ok", created
-            sid = created["result"]["session"]["id"]
-            await client.ok("session.subscribe", session_id=sid)
-            await client.events_until(sid, lambda f: _kind(f) == "init", timeout=120)
-            session = (await client.ok("session.get", session_id=sid))["session"]
-            assert session["placement"]["backend"] == "ray"
-            assert _node_of(session["pid"]) == session["placement"]["node_id"]
             assert BRIDGE in " ".join(psutil.Process(session["pid"]).cmdline())
             assert not [c for c in (await client.ok("daemon.status"))["children"]
                         if c["kind"] == "opencode-server"]  # no shared server of the daemon's
