@@ -44,7 +44,9 @@ import os
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
@@ -253,19 +255,22 @@ def _copy(source: Path, path: Path) -> None:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return
-        data = handle.read()
-    _replace(path, data)
+        # Streamed, not read whole: inside the sandbox the session may have grown it to any size.
+        _replace(path, lambda out: shutil.copyfileobj(handle, out))
 
 
-def _replace(path: Path, data: bytes) -> None:
-    """``data`` in a new file renamed over ``path``. The temporary file is made afresh
-    (``O_EXCL``, ``O_NOFOLLOW``): in ``P`` a symlink planted under its name is never written
-    through."""
+def _replace(path: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
+    """``data`` (or what ``data(file)`` writes) in a new file renamed over ``path``. The
+    temporary file is made afresh (``O_EXCL``, ``O_NOFOLLOW``): in ``P`` a symlink planted
+    under its name is never written through."""
     temporary = path.with_name(f".{path.name}{_TMP}")
     temporary.unlink(missing_ok=True)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+        if isinstance(data, bytes):
+            handle.write(data)
+        else:
+            data(handle)
     os.replace(temporary, path)
 
 

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -349,3 +350,23 @@ def test_a_directory_made_where_the_branch_is_kept_is_cleared_at_the_next_spawn(
     assert not (rig.place / "mine").exists() and not (rig.log_place / "mine").exists()
     unlink(rig.common, REF)
     assert not os.path.lexists(rig.ref) and not os.path.lexists(rig.log) and not (rig.common / "corral").exists()
+
+
+def test_a_reflog_grown_huge_inside_is_copied_out_without_reading_it_whole(rig: Rig) -> None:
+    # Inside the sandbox the reflog's directory is writable: a session may make it any size.
+    # Making the reflog plain again (``unlink``, ``detach``) streams it instead of reading it.
+    assert link(rig.common, REF) is not None
+    kept = rig.log_place / "mine"
+    line = kept.read_bytes()
+    with kept.open("ab") as grown:
+        for _ in range(64 * 2**20 // len(line) + 1):
+            grown.write(line)
+    size = kept.stat().st_size
+    tracemalloc.start()
+    try:
+        unlink(rig.common, REF)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert not rig.log.is_symlink() and rig.log.stat().st_size == size
+    assert peak < 8 * 2**20, peak  # a 64 MiB reflog read whole would peak above it
